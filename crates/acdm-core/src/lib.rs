@@ -1,0 +1,24 @@
+//! acdm-core: the pure heart of acdm-backend.
+//!
+//! Domain records, the ToolResponse protocol and error-code table, caller
+//! identity, validated names and paths, and the scope resolver over a
+//! directory port.
+//!
+//! **Architecture invariant:** this crate does no IO and knows nothing of
+//! HTTP servers, databases, upstream clients or MCP (no axum, sqlx, reqwest,
+//! rmcp, tokio). It is the only backend crate the engine's harness client
+//! may link. `cargo xtask tidy` enforces this.
+
+pub mod domain;
+pub mod identity;
+pub mod names;
+pub mod path;
+pub mod protocol;
+pub mod scope;
+mod text;
+
+pub use identity::{Identity, IdentityError, headers};
+pub use names::{AgentName, MountName, ProjectName, ProjectSlug, ThreadId, UserId};
+pub use path::{AbsPath, PathError, PrefixError, RelPath};
+pub use protocol::{ErrorCode, ResponseCode, ToolResponse};
+pub use scope::{ProjectDirectory, ScopeError, ScopeResolver};

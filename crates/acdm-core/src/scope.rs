@@ -1,0 +1,472 @@
+//! The scope resolver: `agent_name → project`, the anti-BOLA core (spec §3.3).
+//!
+//! The LLM never chooses the project. The project is looked up from the
+//! agent's name in the authoritative mount table (behind the
+//! [`ProjectDirectory`] port) and cached briefly in process:
+//!
+//! - only hits are cached (5 minutes by default), so a newly provisioned
+//!   agent is seen on its very next call;
+//! - [`ScopeResolver::invalidate`] and [`ScopeResolver::reset`] drop entries
+//!   at once, and a lookup that was already in flight when they ran cannot
+//!   put its (possibly stale) answer back into the cache.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use dashmap::DashMap;
+use dashmap::mapref::entry::Entry;
+
+use crate::domain::ProjectRef;
+use crate::names::AgentName;
+
+/// Default lifetime of a cached hit.
+pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(300);
+
+/// The authoritative source of agent → project mappings (implemented by the
+/// store over the `agent_mounts` table).
+#[async_trait]
+pub trait ProjectDirectory: Send + Sync {
+    /// The project for which `agent` is the active (not unmounted) manager.
+    async fn manager_project(
+        &self,
+        agent: &AgentName,
+    ) -> Result<Option<ProjectRef>, DirectoryError>;
+}
+
+/// The directory could not answer (for example the database is down).
+#[derive(Debug, thiserror::Error)]
+#[error("project directory unavailable")]
+pub struct DirectoryError {
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl DirectoryError {
+    /// Wraps the underlying error; it is logged, never shown to callers.
+    pub fn new(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self {
+            source: source.into(),
+        }
+    }
+}
+
+/// Why no scope could be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ScopeError {
+    /// The agent is not an active manager of any project.
+    #[error("agent {agent} is not a provisioned project manager")]
+    NotProvisioned {
+        /// The agent that asked.
+        agent: AgentName,
+    },
+    /// The directory failed; retryable.
+    #[error(transparent)]
+    Directory(#[from] DirectoryError),
+}
+
+/// A source of "now", so cache expiry can be tested without sleeping.
+pub trait Clock: Send + Sync {
+    /// The current instant.
+    fn now(&self) -> Instant;
+}
+
+/// The real monotonic clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// A clock that only moves when told to; for tests.
+#[derive(Debug)]
+pub struct ManualClock {
+    base: Instant,
+    offset: Mutex<Duration>,
+}
+
+impl ManualClock {
+    /// A clock standing at the current instant.
+    pub fn new() -> Self {
+        Self {
+            base: Instant::now(),
+            offset: Mutex::new(Duration::ZERO),
+        }
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, by: Duration) {
+        let mut offset = self.offset.lock().unwrap_or_else(|p| p.into_inner());
+        *offset += by;
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Instant {
+        let offset = *self.offset.lock().unwrap_or_else(|p| p.into_inner());
+        self.base + offset
+    }
+}
+
+/// One cache slot. A slot without a value is a tombstone: it remembers that
+/// the agent was invalidated at `generation`, so an older lookup still in
+/// flight cannot fill it.
+#[derive(Debug, Clone)]
+struct Slot {
+    generation: u64,
+    value: Option<(ProjectRef, Instant)>,
+}
+
+/// Resolves an agent's project through a [`ProjectDirectory`], caching hits.
+pub struct ScopeResolver {
+    directory: Arc<dyn ProjectDirectory>,
+    clock: Arc<dyn Clock>,
+    ttl: Duration,
+    slots: DashMap<AgentName, Slot>,
+    /// Bumped by every invalidation and reset; a lookup remembers the value
+    /// it started at.
+    generation: AtomicU64,
+    /// The generation of the last full reset.
+    reset_generation: AtomicU64,
+}
+
+impl std::fmt::Debug for ScopeResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScopeResolver")
+            .field("ttl", &self.ttl)
+            .field("cached", &self.cached_len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ScopeResolver {
+    /// A resolver over `directory` whose hits live for `ttl`.
+    pub fn new(directory: Arc<dyn ProjectDirectory>, ttl: Duration) -> Self {
+        Self::with_clock(directory, ttl, Arc::new(SystemClock))
+    }
+
+    /// Same, with an explicit clock.
+    pub fn with_clock(
+        directory: Arc<dyn ProjectDirectory>,
+        ttl: Duration,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            directory,
+            clock,
+            ttl,
+            slots: DashMap::new(),
+            generation: AtomicU64::new(0),
+            reset_generation: AtomicU64::new(0),
+        }
+    }
+
+    /// The project `agent` manages. Misses and errors are never cached.
+    pub async fn resolve(&self, agent: &AgentName) -> Result<ProjectRef, ScopeError> {
+        if let Some(hit) = self.cached(agent) {
+            return Ok(hit);
+        }
+        let started_at = self.generation.load(Ordering::Acquire);
+        let found = self.directory.manager_project(agent).await?;
+        let Some(project) = found else {
+            return Err(ScopeError::NotProvisioned {
+                agent: agent.clone(),
+            });
+        };
+        self.store(agent, &project, started_at);
+        Ok(project)
+    }
+
+    fn cached(&self, agent: &AgentName) -> Option<ProjectRef> {
+        let slot = self.slots.get(agent)?;
+        let (project, stored_at) = slot.value.as_ref()?;
+        let fresh = self.clock.now().saturating_duration_since(*stored_at) < self.ttl;
+        fresh.then(|| project.clone())
+    }
+
+    /// Caches `project` unless an invalidation of this agent, or a reset,
+    /// happened after the lookup started. The check and the write happen
+    /// under the slot's lock, which invalidation also takes.
+    fn store(&self, agent: &AgentName, project: &ProjectRef, started_at: u64) {
+        if self.reset_generation.load(Ordering::Acquire) > started_at {
+            return;
+        }
+        let value = Some((project.clone(), self.clock.now()));
+        match self.slots.entry(agent.clone()) {
+            Entry::Occupied(mut occupied) => {
+                if occupied.get().generation <= started_at {
+                    occupied.get_mut().value = value;
+                }
+            }
+            Entry::Vacant(vacant) => {
+                // A reset may have cleared this slot after the check above;
+                // re-check under the shard lock.
+                if self.reset_generation.load(Ordering::Acquire) <= started_at {
+                    vacant.insert(Slot {
+                        generation: started_at,
+                        value,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Drops `agent`'s entry; its next call goes to the directory.
+    pub fn invalidate(&self, agent: &AgentName) {
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        self.slots.insert(
+            agent.clone(),
+            Slot {
+                generation,
+                value: None,
+            },
+        );
+    }
+
+    /// Drops every entry.
+    pub fn reset(&self) {
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        self.reset_generation.store(generation, Ordering::Release);
+        self.slots.clear();
+    }
+
+    /// How many agents currently have a cached project.
+    pub fn cached_len(&self) -> usize {
+        self.slots.iter().filter(|s| s.value.is_some()).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::atomic::AtomicUsize;
+
+    use futures_executor::block_on;
+
+    use super::*;
+    use crate::domain::ProjectId;
+    use crate::names::{ProjectName, ProjectSlug};
+
+    /// An in-memory directory that counts lookups and can run a hook in the
+    /// middle of one (to simulate a concurrent invalidation).
+    #[derive(Default)]
+    struct FakeDirectory {
+        managers: Mutex<HashMap<String, ProjectRef>>,
+        lookups: AtomicUsize,
+        fail: std::sync::atomic::AtomicBool,
+        during_lookup: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    }
+
+    impl FakeDirectory {
+        fn mount(&self, agent: &str, project: &ProjectRef) {
+            self.managers
+                .lock()
+                .unwrap()
+                .insert(agent.to_owned(), project.clone());
+        }
+        fn unmount(&self, agent: &str) {
+            self.managers.lock().unwrap().remove(agent);
+        }
+        fn lookups(&self) -> usize {
+            self.lookups.load(Ordering::SeqCst)
+        }
+    }
+
+    #[async_trait]
+    impl ProjectDirectory for FakeDirectory {
+        async fn manager_project(
+            &self,
+            agent: &AgentName,
+        ) -> Result<Option<ProjectRef>, DirectoryError> {
+            self.lookups.fetch_add(1, Ordering::SeqCst);
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(DirectoryError::new("database is down"));
+            }
+            let answer = self.managers.lock().unwrap().get(agent.as_str()).cloned();
+            let hook = self.during_lookup.lock().unwrap().take();
+            if let Some(hook) = hook {
+                hook();
+            }
+            Ok(answer)
+        }
+    }
+
+    fn project(slug: &str) -> ProjectRef {
+        ProjectRef {
+            id: ProjectId::new_random(),
+            slug: ProjectSlug::parse(slug).unwrap(),
+            name: ProjectName::parse(&slug.to_uppercase()).unwrap(),
+        }
+    }
+
+    fn agent(name: &str) -> AgentName {
+        AgentName::parse(name).unwrap()
+    }
+
+    fn setup() -> (Arc<FakeDirectory>, Arc<ManualClock>, Arc<ScopeResolver>) {
+        let dir = Arc::new(FakeDirectory::default());
+        let clock = Arc::new(ManualClock::new());
+        let resolver = Arc::new(ScopeResolver::with_clock(
+            dir.clone(),
+            DEFAULT_CACHE_TTL,
+            clock.clone(),
+        ));
+        (dir, clock, resolver)
+    }
+
+    #[test]
+    fn a_newly_provisioned_agent_resolves_right_after_a_miss() {
+        let (dir, _, resolver) = setup();
+        let a = agent("project-alpha");
+        let err = block_on(resolver.resolve(&a)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "agent project-alpha is not a provisioned project manager"
+        );
+        let alpha = project("alpha");
+        dir.mount("project-alpha", &alpha);
+        assert_eq!(block_on(resolver.resolve(&a)).unwrap(), alpha);
+        assert_eq!(dir.lookups(), 2);
+    }
+
+    #[test]
+    fn hits_are_cached_until_the_ttl_and_then_reloaded() {
+        let (dir, clock, resolver) = setup();
+        let a = agent("project-alpha");
+        dir.mount("project-alpha", &project("alpha"));
+        for _ in 0..5 {
+            block_on(resolver.resolve(&a)).unwrap();
+        }
+        assert_eq!(dir.lookups(), 1);
+        clock.advance(DEFAULT_CACHE_TTL - Duration::from_secs(1));
+        block_on(resolver.resolve(&a)).unwrap();
+        assert_eq!(dir.lookups(), 1);
+        clock.advance(Duration::from_secs(1));
+        block_on(resolver.resolve(&a)).unwrap();
+        assert_eq!(dir.lookups(), 2);
+    }
+
+    #[test]
+    fn misses_and_errors_are_never_cached() {
+        let (dir, _, resolver) = setup();
+        let a = agent("ghost");
+        for _ in 0..3 {
+            assert!(matches!(
+                block_on(resolver.resolve(&a)),
+                Err(ScopeError::NotProvisioned { .. })
+            ));
+        }
+        dir.fail.store(true, Ordering::SeqCst);
+        assert!(matches!(
+            block_on(resolver.resolve(&a)),
+            Err(ScopeError::Directory(_))
+        ));
+        assert_eq!(dir.lookups(), 4);
+        assert_eq!(resolver.cached_len(), 0);
+    }
+
+    #[test]
+    fn invalidate_drops_one_agent_and_reset_drops_all() {
+        let (dir, _, resolver) = setup();
+        let (a, b) = (agent("project-alpha"), agent("project-beta"));
+        dir.mount("project-alpha", &project("alpha"));
+        dir.mount("project-beta", &project("beta"));
+        block_on(resolver.resolve(&a)).unwrap();
+        block_on(resolver.resolve(&b)).unwrap();
+        assert_eq!(resolver.cached_len(), 2);
+
+        dir.unmount("project-alpha");
+        resolver.invalidate(&a);
+        assert_eq!(resolver.cached_len(), 1);
+        assert!(block_on(resolver.resolve(&a)).is_err());
+        block_on(resolver.resolve(&b)).unwrap();
+        assert_eq!(dir.lookups(), 3);
+
+        resolver.reset();
+        assert_eq!(resolver.cached_len(), 0);
+        block_on(resolver.resolve(&b)).unwrap();
+        assert_eq!(dir.lookups(), 4);
+    }
+
+    #[test]
+    fn an_invalidation_during_a_lookup_keeps_the_stale_answer_out() {
+        let (dir, _, resolver) = setup();
+        let a = agent("project-alpha");
+        dir.mount("project-alpha", &project("alpha"));
+        // The lookup reads "alpha", then the agent is unmounted and
+        // invalidated before the lookup stores its answer.
+        let (d, r, a2) = (dir.clone(), resolver.clone(), a.clone());
+        *dir.during_lookup.lock().unwrap() = Some(Box::new(move || {
+            d.unmount("project-alpha");
+            r.invalidate(&a2);
+        }));
+        assert!(block_on(resolver.resolve(&a)).is_ok()); // answered from the read
+        assert_eq!(resolver.cached_len(), 0);
+        assert!(block_on(resolver.resolve(&a)).is_err()); // and not cached
+    }
+
+    #[test]
+    fn a_reset_during_a_lookup_keeps_the_stale_answer_out() {
+        let (dir, _, resolver) = setup();
+        let a = agent("project-alpha");
+        dir.mount("project-alpha", &project("alpha"));
+        let (d, r) = (dir.clone(), resolver.clone());
+        *dir.during_lookup.lock().unwrap() = Some(Box::new(move || {
+            d.unmount("project-alpha");
+            r.reset();
+        }));
+        assert!(block_on(resolver.resolve(&a)).is_ok());
+        assert_eq!(resolver.cached_len(), 0);
+        assert!(block_on(resolver.resolve(&a)).is_err());
+    }
+
+    #[test]
+    fn a_move_to_another_project_is_seen_after_invalidation() {
+        let (dir, _, resolver) = setup();
+        let a = agent("project-alpha");
+        let (alpha, beta) = (project("alpha"), project("beta"));
+        dir.mount("project-alpha", &alpha);
+        assert_eq!(block_on(resolver.resolve(&a)).unwrap(), alpha);
+        dir.mount("project-alpha", &beta);
+        assert_eq!(block_on(resolver.resolve(&a)).unwrap(), alpha, "cached");
+        resolver.invalidate(&a);
+        assert_eq!(block_on(resolver.resolve(&a)).unwrap(), beta);
+    }
+
+    #[test]
+    fn concurrent_resolution_from_many_threads_agrees() {
+        let (dir, _, resolver) = setup();
+        let alpha = project("alpha");
+        dir.mount("project-alpha", &alpha);
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let r = resolver.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..200 {
+                        let a = agent("project-alpha");
+                        let p = block_on(r.resolve(&a)).unwrap();
+                        assert_eq!(p.slug.as_str(), "alpha");
+                        if i == 0 {
+                            r.invalidate(&a);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert!(dir.lookups() >= 2, "invalidations forced reloads");
+    }
+}

@@ -1,0 +1,131 @@
+//! Character classes shared by every validated name and path.
+//!
+//! These rules come from how Nextcloud, sabre/dav, Windows clients and log
+//! readers treat characters (see `shared/reference/security-notes.md` §3):
+//! anything another system might silently drop, fold or interpret is refused
+//! here, before a name reaches storage, a URL or a log line.
+
+use unicode_normalization::UnicodeNormalization;
+
+/// True for C0 controls, DEL and C1 controls (U+0080–U+009F).
+pub(crate) fn is_control(c: char) -> bool {
+    c.is_control()
+}
+
+/// True for characters that render as nothing or reorder text: zero-width
+/// characters, bidi controls, word joiners, the byte-order mark, line and
+/// paragraph separators, soft hyphen, and Unicode tag characters.
+pub(crate) fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{17B4}'
+            | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF0}'..='\u{FFFB}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E0FFF}'
+    )
+}
+
+/// True for characters that look like a path separator but are not `/`.
+/// Some are folded to `/` or `\` by NFKC; the others only look alike.
+pub(crate) fn is_lookalike_separator(c: char) -> bool {
+    matches!(
+        c,
+        '\u{2044}' // FRACTION SLASH
+            | '\u{2215}' // DIVISION SLASH
+            | '\u{2216}' // SET MINUS
+            | '\u{29F5}' // REVERSE SOLIDUS OPERATOR
+            | '\u{29F8}' // BIG SOLIDUS
+            | '\u{29F9}' // BIG REVERSE SOLIDUS
+            | '\u{FE68}' // SMALL REVERSE SOLIDUS
+            | '\u{FF0F}' // FULLWIDTH SOLIDUS
+            | '\u{FF3C}' // FULLWIDTH REVERSE SOLIDUS
+            | '\u{EFC8}' // private-use slashes some decoders emit (dotdotpwn)
+            | '\u{F025}'
+    )
+}
+
+/// NFC form of `s`, the form Nextcloud stores and compares.
+pub(crate) fn nfc(s: &str) -> String {
+    s.nfc().collect()
+}
+
+/// True when the NFKC form of `segment` contains a separator or trims to a
+/// dot name: `．．`, `‥`, `﹒﹒` and `／` all become traversal under NFKC.
+pub(crate) fn folds_to_traversal(segment: &str) -> bool {
+    let folded: String = segment.nfkc().collect();
+    if folded.contains('/') || folded.contains('\\') {
+        return true;
+    }
+    let trimmed = folded.trim();
+    trimmed == "." || trimmed == ".."
+}
+
+/// True when `s` contains something a decoder would turn into another
+/// character: `%XX` with two hex digits, or the IIS-style `%uXXXX`.
+pub(crate) fn looks_percent_encoded(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    bytes.iter().enumerate().any(|(i, &b)| {
+        if b != b'%' {
+            return false;
+        }
+        let rest = bytes.get(i + 1..).unwrap_or_default();
+        match rest {
+            [h1, h2, ..] if h1.is_ascii_hexdigit() && h2.is_ascii_hexdigit() => true,
+            [u, h1, h2, h3, h4, ..] if (*u == b'u' || *u == b'U') => {
+                [h1, h2, h3, h4].iter().all(|h| h.is_ascii_hexdigit())
+            }
+            _ => false,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_detection_matches_escapes_only() {
+        let check = |input: &str, expected: bool| {
+            assert_eq!(looks_percent_encoded(input), expected, "input {input:?}");
+        };
+        check("%2e%2e", true);
+        check("a%2Fb", true);
+        check("%u2215", true);
+        check("%U002e", true);
+        check("%%32%%65", true); // `%32` is itself an escape
+        check("50% off", false);
+        check("100%", false);
+        check("%zz", false);
+        check("%u12", false);
+        check("plain", false);
+    }
+
+    #[test]
+    fn nfkc_folding_catches_lookalike_dots_and_slashes() {
+        let check = |input: &str, expected: bool| {
+            assert_eq!(folds_to_traversal(input), expected, "input {input:?}");
+        };
+        check("\u{FF0E}\u{FF0E}", true); // fullwidth dots
+        check("\u{2025}", true); // two-dot leader
+        check("\u{FE52}\u{FE52}", true); // small full stops
+        check("a\u{FF0F}b", true); // fullwidth solidus
+        check("a\u{FF3C}b", true); // fullwidth reverse solidus
+        check("report.md", false);
+        check("..a", false);
+        check("caf\u{e9}", false);
+    }
+}
