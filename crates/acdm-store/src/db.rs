@@ -1,0 +1,125 @@
+//! The connection pool for either backend, and the one macro that runs the
+//! same SQL on both.
+//!
+//! Queries are written once, with `$n` placeholders that SQLite and
+//! PostgreSQL both accept, and type-checked for each backend by
+//! [`with_pool!`]. Column types are chosen so both decode to the same Rust
+//! types (TEXT ids, `DateTime<Utc>`, BOOLEAN, BIGINT).
+
+use std::str::FromStr;
+
+use secrecy::ExposeSecret;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{Database, Transaction};
+
+use crate::config::{DatabaseConfig, DatabaseTarget};
+use crate::error::StoreError;
+
+/// Which backend a store runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Embedded SQLite.
+    Sqlite,
+    /// PostgreSQL.
+    Postgres,
+}
+
+impl Backend {
+    /// `sqlite` or `postgres`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+/// A pool for one of the two backends.
+#[derive(Debug, Clone)]
+pub(crate) enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs `$body` with `$p` bound to the concrete pool, once per backend.
+macro_rules! with_pool {
+    ($pool:expr, $p:ident => $body:expr) => {
+        match $pool {
+            $crate::db::Pool::Sqlite($p) => $body,
+            $crate::db::Pool::Postgres($p) => $body,
+        }
+    };
+}
+pub(crate) use with_pool;
+
+/// Starting a transaction that will write.
+pub(crate) trait WritePool {
+    type Db: Database;
+    /// SQLite: `BEGIN IMMEDIATE`, so two writers queue on the lock instead
+    /// of failing when a read transaction tries to upgrade. PostgreSQL: `BEGIN`.
+    async fn begin_write(&self) -> Result<Transaction<'static, Self::Db>, sqlx::Error>;
+}
+
+impl WritePool for SqlitePool {
+    type Db = sqlx::Sqlite;
+    async fn begin_write(&self) -> Result<Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+        self.begin_with("BEGIN IMMEDIATE").await
+    }
+}
+
+impl WritePool for PgPool {
+    type Db = sqlx::Postgres;
+    async fn begin_write(&self) -> Result<Transaction<'static, sqlx::Postgres>, sqlx::Error> {
+        self.begin().await
+    }
+}
+
+/// Opens the pool. For SQLite, creates the folder and the file on first
+/// start and switches to WAL.
+pub(crate) async fn connect(config: &DatabaseConfig) -> Result<Pool, StoreError> {
+    match &config.target {
+        DatabaseTarget::Sqlite { path } => {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                tokio::fs::create_dir_all(parent)
+                    .await
+                    .map_err(|source| StoreError::Prepare {
+                        path: parent.to_owned(),
+                        source,
+                    })?;
+            }
+            let options = SqliteConnectOptions::new()
+                .filename(path)
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(config.acquire_timeout)
+                .foreign_keys(true);
+            let pool = SqlitePoolOptions::new()
+                .max_connections(config.max_connections.max(1))
+                .acquire_timeout(config.acquire_timeout)
+                .connect_with(options)
+                .await?;
+            Ok(Pool::Sqlite(pool))
+        }
+        DatabaseTarget::Postgres { url } => {
+            // The parse error may quote the URL; never pass it on.
+            let options = PgConnectOptions::from_str(url.expose_secret())
+                .map_err(|_| {
+                    StoreError::Unavailable(sqlx::Error::Configuration(
+                        "DATABASE_URL is not a valid PostgreSQL URL".into(),
+                    ))
+                })?
+                .application_name("acdm-backend")
+                .options([("statement_timeout", "30s"), ("lock_timeout", "10s")]);
+            let pool = PgPoolOptions::new()
+                .max_connections(config.max_connections.max(1))
+                .acquire_timeout(config.acquire_timeout)
+                .connect_with(options)
+                .await?;
+            Ok(Pool::Postgres(pool))
+        }
+    }
+}

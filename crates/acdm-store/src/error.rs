@@ -1,0 +1,95 @@
+//! The store's error type. Messages are safe to show callers; the sqlx
+//! source (which may name tables or servers) is kept for logs only.
+
+use std::path::PathBuf;
+
+/// What went wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The named record does not exist.
+    #[error("{what} `{key}` not found")]
+    NotFound {
+        /// What kind of record (`project`, `agent mount`).
+        what: &'static str,
+        /// The key that was looked up.
+        key: String,
+    },
+    /// The change collides with existing data (a taken slug or name).
+    #[error("{0}")]
+    Conflict(String),
+    /// The database cannot be reached, timed out or is busy; retryable.
+    #[error("the database is unavailable")]
+    Unavailable(#[source] sqlx::Error),
+    /// Any other database failure.
+    #[error("database error")]
+    Database(#[source] sqlx::Error),
+    /// Migrations could not be applied or inspected.
+    #[error("database migration failed")]
+    Migrate(#[source] sqlx::migrate::MigrateError),
+    /// A stored row no longer passes the domain rules.
+    #[error("stored {table} row is invalid: {detail}")]
+    Corrupt {
+        /// The table.
+        table: &'static str,
+        /// What failed to parse.
+        detail: String,
+    },
+    /// The SQLite file's folder could not be created.
+    #[error("cannot create the database folder {}", path.display())]
+    Prepare {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl StoreError {
+    /// True when retrying later may succeed (connection, pool, lock).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Self::Unavailable(_))
+    }
+
+    pub(crate) fn corrupt(table: &'static str, detail: impl std::fmt::Display) -> Self {
+        Self::Corrupt {
+            table,
+            detail: detail.to_string(),
+        }
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        match &error {
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::WorkerCrashed => Self::Unavailable(error),
+            sqlx::Error::Database(db) if db.is_unique_violation() => {
+                Self::Conflict("a record with the same key already exists".to_owned())
+            }
+            // SQLITE_BUSY (5) and SQLITE_LOCKED (6): another writer holds the lock.
+            sqlx::Error::Database(db) if matches!(db.code().as_deref(), Some("5" | "6")) => {
+                Self::Unavailable(error)
+            }
+            // PostgreSQL class 08 (connection), 57P (shutdown), 53 (resources).
+            sqlx::Error::Database(db)
+                if db.code().is_some_and(|c| {
+                    c.starts_with("08") || c.starts_with("57P") || c.starts_with("53")
+                }) =>
+            {
+                Self::Unavailable(error)
+            }
+            _ => Self::Database(error),
+        }
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for StoreError {
+    fn from(error: sqlx::migrate::MigrateError) -> Self {
+        Self::Migrate(error)
+    }
+}

@@ -1,0 +1,595 @@
+//! Provisioning: projects, their members and mounts, and agent mounts.
+//!
+//! Every change to an agent mount bumps `scope_epoch` in the same
+//! transaction, so every running server notices within one poll interval
+//! (see [`crate::watch`]).
+
+use acdm_core::domain::{
+    AgentMount, AgentRole, Member, MemberRole, Mount, Project, ProjectDetails, ProjectId,
+    ProjectRef,
+};
+use acdm_core::{AbsPath, AgentName, MountName, ProjectName, ProjectSlug, UserId};
+use chrono::{DateTime, SubsecRound, Utc};
+
+use crate::Store;
+use crate::db::{WritePool, with_pool};
+use crate::error::StoreError;
+
+/// Timestamps are kept to the microsecond, PostgreSQL's precision, so both
+/// backends return what was written.
+fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+/// The id of the project `slug`, inside a transaction (`NotFound` if none).
+macro_rules! project_id_for {
+    ($tx:expr, $slug:expr) => {
+        sqlx::query_scalar::<_, String>("SELECT id FROM projects WHERE slug = $1")
+            .bind($slug.as_str())
+            .fetch_optional(&mut *$tx)
+            .await?
+            .ok_or_else(|| not_found_project($slug))?
+    };
+}
+
+/// Moves the scope epoch, inside the transaction that changed a mount.
+macro_rules! bump_epoch {
+    ($tx:expr) => {
+        sqlx::query("UPDATE scope_epoch SET epoch = epoch + 1 WHERE id = 1")
+            .execute(&mut *$tx)
+            .await?
+    };
+}
+
+#[derive(sqlx::FromRow)]
+struct ProjectRow {
+    id: String,
+    slug: String,
+    name: String,
+    created_at: DateTime<Utc>,
+}
+
+impl ProjectRow {
+    fn into_domain(self) -> Result<Project, StoreError> {
+        let bad = |detail: String| StoreError::corrupt("projects", detail);
+        Ok(Project {
+            id: self
+                .id
+                .parse::<ProjectId>()
+                .map_err(|e| bad(format!("id: {e}")))?,
+            slug: ProjectSlug::parse(&self.slug).map_err(|e| bad(format!("slug: {e}")))?,
+            name: ProjectName::parse(&self.name).map_err(|e| bad(format!("name: {e}")))?,
+            created_at: self.created_at,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct MemberRow {
+    user_id: String,
+    role: String,
+    updated_at: DateTime<Utc>,
+}
+
+impl MemberRow {
+    fn into_domain(self) -> Result<Member, StoreError> {
+        let bad = |detail: String| StoreError::corrupt("project_members", detail);
+        Ok(Member {
+            user_id: UserId::parse(&self.user_id).map_err(|e| bad(format!("user_id: {e}")))?,
+            role: self.role.parse().map_err(|e| bad(format!("role: {e}")))?,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct MountRow {
+    name: String,
+    root: String,
+    writable: bool,
+}
+
+impl MountRow {
+    fn into_domain(self) -> Result<Mount, StoreError> {
+        let bad = |detail: String| StoreError::corrupt("project_mounts", detail);
+        Ok(Mount {
+            name: MountName::parse(&self.name).map_err(|e| bad(format!("name: {e}")))?,
+            root: AbsPath::parse(&self.root).map_err(|e| bad(format!("root: {e}")))?,
+            writable: self.writable,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct AgentMountRow {
+    agent_name: String,
+    slug: String,
+    role: String,
+    mounted_at: DateTime<Utc>,
+    unmounted_at: Option<DateTime<Utc>>,
+}
+
+impl AgentMountRow {
+    fn into_domain(self) -> Result<AgentMount, StoreError> {
+        let bad = |detail: String| StoreError::corrupt("agent_mounts", detail);
+        Ok(AgentMount {
+            agent_name: AgentName::parse(&self.agent_name)
+                .map_err(|e| bad(format!("agent_name: {e}")))?,
+            project: ProjectSlug::parse(&self.slug).map_err(|e| bad(format!("slug: {e}")))?,
+            role: self.role.parse().map_err(|e| bad(format!("role: {e}")))?,
+            mounted_at: self.mounted_at,
+            unmounted_at: self.unmounted_at,
+        })
+    }
+}
+
+/// Whether an upsert created a record or changed an existing one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Upsert {
+    /// A new record.
+    Created,
+    /// An existing record, now changed (or already as asked).
+    Updated,
+}
+
+/// What mounting an agent did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AgentMountChange {
+    /// The agent's active mount now.
+    pub mount: AgentMount,
+    /// The mount it replaced when the agent moved from another project.
+    pub previous: Option<AgentMount>,
+    /// True when the agent already managed this project (nothing changed).
+    pub unchanged: bool,
+}
+
+impl Store {
+    /// Creates a project and its default writable mount `project` at
+    /// `<files_base>/<name>`.
+    pub async fn create_project(
+        &self,
+        slug: &ProjectSlug,
+        name: &ProjectName,
+        files_base: &AbsPath,
+    ) -> Result<ProjectDetails, StoreError> {
+        let id = ProjectId::new_random().to_string();
+        let created_at = now();
+        let root = files_base.child(name).to_string();
+        with_pool!(&self.pool, p => {
+            let mut tx = p.begin_write().await?;
+            let taken: Option<(String, String)> =
+                sqlx::query_as("SELECT slug, name FROM projects WHERE slug = $1 OR name = $2 LIMIT 1")
+                    .bind(slug.as_str())
+                    .bind(name.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            if let Some((taken_slug, _)) = taken {
+                return Err(StoreError::Conflict(if taken_slug == slug.as_str() {
+                    format!("a project with slug `{slug}` already exists")
+                } else {
+                    format!("a project named `{name}` already exists; its folder would be shared")
+                }));
+            }
+            sqlx::query("INSERT INTO projects (id, slug, name, created_at) VALUES ($1, $2, $3, $4)")
+                .bind(&id)
+                .bind(slug.as_str())
+                .bind(name.as_str())
+                .bind(created_at)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(
+                "INSERT INTO project_mounts (project_id, name, root, writable, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&id)
+            .bind(acdm_core::domain::DEFAULT_MOUNT)
+            .bind(&root)
+            .bind(true)
+            .bind(created_at)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+        });
+        tracing::info!(project = %slug, "project created");
+        self.project(slug).await
+    }
+
+    /// Every project, by slug.
+    pub async fn list_projects(&self) -> Result<Vec<Project>, StoreError> {
+        let rows: Vec<ProjectRow> = with_pool!(&self.pool, p => {
+            sqlx::query_as("SELECT id, slug, name, created_at FROM projects ORDER BY slug")
+                .fetch_all(p)
+                .await?
+        });
+        rows.into_iter().map(ProjectRow::into_domain).collect()
+    }
+
+    /// A project with its members, mounts and active agents.
+    pub async fn project(&self, slug: &ProjectSlug) -> Result<ProjectDetails, StoreError> {
+        let (project, members, mounts, agents): (
+            Option<ProjectRow>,
+            Vec<MemberRow>,
+            Vec<MountRow>,
+            Vec<AgentMountRow>,
+        ) = with_pool!(&self.pool, p => {
+            let mut conn = p.acquire().await?;
+            let project: Option<ProjectRow> =
+                sqlx::query_as("SELECT id, slug, name, created_at FROM projects WHERE slug = $1")
+                    .bind(slug.as_str())
+                    .fetch_optional(&mut *conn)
+                    .await?;
+            let Some(project) = project else {
+                return Err(not_found_project(slug));
+            };
+            let members = sqlx::query_as(
+                "SELECT user_id, role, updated_at FROM project_members \
+                 WHERE project_id = $1 ORDER BY user_id",
+            )
+            .bind(&project.id)
+            .fetch_all(&mut *conn)
+            .await?;
+            let mounts = sqlx::query_as(
+                "SELECT name, root, writable FROM project_mounts WHERE project_id = $1 ORDER BY name",
+            )
+            .bind(&project.id)
+            .fetch_all(&mut *conn)
+            .await?;
+            let agents = sqlx::query_as(
+                "SELECT a.agent_name, p.slug, a.role, a.mounted_at, a.unmounted_at \
+                 FROM agent_mounts a JOIN projects p ON p.id = a.project_id \
+                 WHERE a.project_id = $1 AND a.unmounted_at IS NULL ORDER BY a.agent_name",
+            )
+            .bind(&project.id)
+            .fetch_all(&mut *conn)
+            .await?;
+            (Some(project), members, mounts, agents)
+        });
+        let project = project.ok_or_else(|| not_found_project(slug))?;
+        Ok(ProjectDetails {
+            project: project.into_domain()?,
+            members: members
+                .into_iter()
+                .map(MemberRow::into_domain)
+                .collect::<Result<_, _>>()?,
+            mounts: mounts
+                .into_iter()
+                .map(MountRow::into_domain)
+                .collect::<Result<_, _>>()?,
+            agents: agents
+                .into_iter()
+                .map(AgentMountRow::into_domain)
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// Adds a member with `role`, or changes the role of an existing one.
+    pub async fn set_member(
+        &self,
+        slug: &ProjectSlug,
+        user_id: &UserId,
+        role: MemberRole,
+    ) -> Result<(Member, Upsert), StoreError> {
+        let updated_at = now();
+        let existed = with_pool!(&self.pool, p => {
+            let mut tx = p.begin_write().await?;
+            let project_id = project_id_for!(tx, slug);
+            let existed: Option<String> = sqlx::query_scalar(
+                "SELECT role FROM project_members WHERE project_id = $1 AND user_id = $2",
+            )
+            .bind(&project_id)
+            .bind(user_id.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+            sqlx::query(
+                "INSERT INTO project_members (project_id, user_id, role, updated_at) \
+                 VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (project_id, user_id) DO UPDATE SET role = $3, updated_at = $4",
+            )
+            .bind(&project_id)
+            .bind(user_id.as_str())
+            .bind(role.as_str())
+            .bind(updated_at)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            existed.is_some()
+        });
+        tracing::info!(project = %slug, user = %user_id, %role, "member set");
+        let member = Member {
+            user_id: user_id.clone(),
+            role,
+            updated_at,
+        };
+        Ok((
+            member,
+            if existed {
+                Upsert::Updated
+            } else {
+                Upsert::Created
+            },
+        ))
+    }
+
+    /// Removes a member.
+    pub async fn remove_member(
+        &self,
+        slug: &ProjectSlug,
+        user_id: &UserId,
+    ) -> Result<(), StoreError> {
+        let removed = with_pool!(&self.pool, p => {
+            let mut tx = p.begin_write().await?;
+            let project_id = project_id_for!(tx, slug);
+            let result = sqlx::query("DELETE FROM project_members WHERE project_id = $1 AND user_id = $2")
+                .bind(&project_id)
+                .bind(user_id.as_str())
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            result.rows_affected()
+        });
+        if removed == 0 {
+            return Err(StoreError::NotFound {
+                what: "member",
+                key: format!("{slug}/{user_id}"),
+            });
+        }
+        tracing::info!(project = %slug, user = %user_id, "member removed");
+        Ok(())
+    }
+
+    /// Adds a mount or changes an existing one. Without `root`, the mount
+    /// points at `<files_base>/<project name>`.
+    pub async fn set_mount(
+        &self,
+        slug: &ProjectSlug,
+        name: &MountName,
+        root: Option<&AbsPath>,
+        writable: bool,
+        files_base: &AbsPath,
+    ) -> Result<(Mount, Upsert), StoreError> {
+        let updated_at = now();
+        let (root, existed) = with_pool!(&self.pool, p => {
+            let mut tx = p.begin_write().await?;
+            let (project_id, project_name): (String, String) =
+                sqlx::query_as("SELECT id, name FROM projects WHERE slug = $1")
+                    .bind(slug.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .ok_or_else(|| not_found_project(slug))?;
+            let root = match root {
+                Some(root) => root.clone(),
+                None => files_base.child(
+                    &ProjectName::parse(&project_name)
+                        .map_err(|e| StoreError::corrupt("projects", format!("name: {e}")))?,
+                ),
+            };
+            let existed: Option<String> = sqlx::query_scalar(
+                "SELECT root FROM project_mounts WHERE project_id = $1 AND name = $2",
+            )
+            .bind(&project_id)
+            .bind(name.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+            sqlx::query(
+                "INSERT INTO project_mounts (project_id, name, root, writable, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (project_id, name) DO UPDATE SET root = $3, writable = $4, updated_at = $5",
+            )
+            .bind(&project_id)
+            .bind(name.as_str())
+            .bind(root.to_string())
+            .bind(writable)
+            .bind(updated_at)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            (root, existed.is_some())
+        });
+        tracing::info!(project = %slug, mount = %name, %root, writable, "mount set");
+        let mount = Mount {
+            name: name.clone(),
+            root,
+            writable,
+        };
+        Ok((
+            mount,
+            if existed {
+                Upsert::Updated
+            } else {
+                Upsert::Created
+            },
+        ))
+    }
+
+    /// Mounts `agent` as the manager of the project `slug`. An agent manages
+    /// one project at a time: mounting it elsewhere ends its current mount
+    /// in the same transaction.
+    pub async fn mount_agent(
+        &self,
+        agent: &AgentName,
+        slug: &ProjectSlug,
+    ) -> Result<AgentMountChange, StoreError> {
+        let mounted_at = now();
+        let (current, unchanged) = with_pool!(&self.pool, p => {
+            let mut tx = p.begin_write().await?;
+            let project_id = project_id_for!(tx, slug);
+            let current: Option<(String, String, AgentMountRow)> = {
+                let row: Option<(String, String)> = sqlx::query_as(
+                    "SELECT id, project_id FROM agent_mounts WHERE agent_name = $1 AND unmounted_at IS NULL",
+                )
+                .bind(agent.as_str())
+                .fetch_optional(&mut *tx)
+                .await?;
+                match row {
+                    None => None,
+                    Some((id, current_project)) => {
+                        let full: AgentMountRow = sqlx::query_as(
+                            "SELECT a.agent_name, p.slug, a.role, a.mounted_at, a.unmounted_at \
+                             FROM agent_mounts a JOIN projects p ON p.id = a.project_id WHERE a.id = $1",
+                        )
+                        .bind(&id)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                        Some((id, current_project, full))
+                    }
+                }
+            };
+            let unchanged = current.as_ref().is_some_and(|(_, pid, _)| *pid == project_id);
+            if !unchanged {
+                if let Some((id, _, _)) = &current {
+                    sqlx::query("UPDATE agent_mounts SET unmounted_at = $1 WHERE id = $2")
+                        .bind(mounted_at)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                sqlx::query(
+                    "INSERT INTO agent_mounts (id, agent_name, project_id, role, mounted_at) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(uuid::Uuid::new_v4().to_string())
+                .bind(agent.as_str())
+                .bind(&project_id)
+                .bind(AgentRole::Manager.as_str())
+                .bind(mounted_at)
+                .execute(&mut *tx)
+                .await?;
+                bump_epoch!(tx);
+            }
+            tx.commit().await?;
+            (current.map(|(_, _, row)| row), unchanged)
+        });
+        let current = current.map(AgentMountRow::into_domain).transpose()?;
+        if unchanged {
+            let mount = current
+                .ok_or_else(|| StoreError::corrupt("agent_mounts", "active mount vanished"))?;
+            return Ok(AgentMountChange {
+                mount,
+                previous: None,
+                unchanged: true,
+            });
+        }
+        let previous = current.map(|mut m| {
+            m.unmounted_at = Some(mounted_at);
+            m
+        });
+        match &previous {
+            Some(prev) => {
+                tracing::info!(agent = %agent, project = %slug, from = %prev.project, "agent moved");
+            }
+            None => tracing::info!(agent = %agent, project = %slug, "agent mounted"),
+        }
+        Ok(AgentMountChange {
+            mount: AgentMount {
+                agent_name: agent.clone(),
+                project: slug.clone(),
+                role: AgentRole::Manager,
+                mounted_at,
+                unmounted_at: None,
+            },
+            previous,
+            unchanged: false,
+        })
+    }
+
+    /// Ends `agent`'s active mount. Its scope is revoked on every server
+    /// within one scope-epoch poll.
+    pub async fn unmount_agent(&self, agent: &AgentName) -> Result<AgentMount, StoreError> {
+        let unmounted_at = now();
+        let row: Option<AgentMountRow> = with_pool!(&self.pool, p => {
+            let mut tx = p.begin_write().await?;
+            let id: Option<String> = sqlx::query_scalar(
+                "SELECT id FROM agent_mounts WHERE agent_name = $1 AND unmounted_at IS NULL",
+            )
+            .bind(agent.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+            let row = match id {
+                None => None,
+                Some(id) => {
+                    sqlx::query("UPDATE agent_mounts SET unmounted_at = $1 WHERE id = $2")
+                        .bind(unmounted_at)
+                        .bind(&id)
+                        .execute(&mut *tx)
+                        .await?;
+                    bump_epoch!(tx);
+                    Some(
+                        sqlx::query_as(
+                            "SELECT a.agent_name, p.slug, a.role, a.mounted_at, a.unmounted_at \
+                             FROM agent_mounts a JOIN projects p ON p.id = a.project_id WHERE a.id = $1",
+                        )
+                        .bind(&id)
+                        .fetch_one(&mut *tx)
+                        .await?,
+                    )
+                }
+            };
+            tx.commit().await?;
+            row
+        });
+        let row = row.ok_or_else(|| StoreError::NotFound {
+            what: "active agent mount",
+            key: agent.to_string(),
+        })?;
+        tracing::info!(agent = %agent, project = %row.slug, "agent unmounted");
+        row.into_domain()
+    }
+
+    /// Every active agent mount, by agent name.
+    pub async fn list_agents(&self) -> Result<Vec<AgentMount>, StoreError> {
+        let rows: Vec<AgentMountRow> = with_pool!(&self.pool, p => {
+            sqlx::query_as(
+                "SELECT a.agent_name, p.slug, a.role, a.mounted_at, a.unmounted_at \
+                 FROM agent_mounts a JOIN projects p ON p.id = a.project_id \
+                 WHERE a.unmounted_at IS NULL ORDER BY a.agent_name",
+            )
+            .fetch_all(p)
+            .await?
+        });
+        rows.into_iter().map(AgentMountRow::into_domain).collect()
+    }
+
+    /// The project `agent` actively manages, straight from the table.
+    pub async fn manager_project(
+        &self,
+        agent: &AgentName,
+    ) -> Result<Option<ProjectRef>, StoreError> {
+        let row: Option<(String, String, String)> = with_pool!(&self.pool, p => {
+            sqlx::query_as(
+                "SELECT p.id, p.slug, p.name FROM agent_mounts a JOIN projects p ON p.id = a.project_id \
+                 WHERE a.agent_name = $1 AND a.role = 'manager' AND a.unmounted_at IS NULL",
+            )
+            .bind(agent.as_str())
+            .fetch_optional(p)
+            .await?
+        });
+        row.map(|(id, slug, name)| {
+            ProjectRow {
+                id,
+                slug,
+                name,
+                created_at: DateTime::<Utc>::UNIX_EPOCH,
+            }
+            .into_domain()
+            .map(|p| p.to_ref())
+        })
+        .transpose()
+    }
+
+    /// The scope epoch: it moves whenever any agent mount changes.
+    pub async fn scope_epoch(&self) -> Result<i64, StoreError> {
+        Ok(with_pool!(&self.pool, p => {
+            sqlx::query_scalar("SELECT epoch FROM scope_epoch WHERE id = 1")
+                .fetch_one(p)
+                .await?
+        }))
+    }
+}
+
+fn not_found_project(slug: &ProjectSlug) -> StoreError {
+    StoreError::NotFound {
+        what: "project",
+        key: slug.to_string(),
+    }
+}
