@@ -16,9 +16,11 @@ pub mod path;
 pub mod protocol;
 pub mod scope;
 mod text;
+pub mod token;
 
 pub use identity::{Identity, IdentityError, headers};
-pub use names::{AgentName, MountName, ProjectName, ProjectSlug, ThreadId, UserId};
+pub use names::{AgentName, MountName, ProjectName, ProjectSlug, RequestId, ThreadId, UserId};
 pub use path::{AbsPath, PathError, PrefixError, RelPath};
 pub use protocol::{ErrorCode, ResponseCode, ToolResponse};
 pub use scope::{ProjectDirectory, ScopeError, ScopeResolver};
+pub use token::TokenDigest;

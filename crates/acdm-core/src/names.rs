@@ -317,6 +317,26 @@ string_newtype!(
 );
 
 string_newtype!(
+    /// A request's correlation id: generated per request, or taken from a
+    /// caller's `X-Request-Id` when it is 1–64 of `A-Z`, `a-z`, `0-9`, `.`,
+    /// `_`, `:`, `-`. Shown in error messages so operators can find the logs.
+    RequestId,
+    IdError,
+    |s| {
+        check_ascii(
+            s,
+            &AsciiRule {
+                max: 64,
+                allowed: "A-Z, a-z, 0-9, '.', '_', ':' and '-'",
+                is_allowed: |b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'),
+                alnum_end: false,
+            },
+        )
+        .map(|()| s.to_owned())
+    }
+);
+
+string_newtype!(
     /// A project's display name, which is also its folder name in the file
     /// store (`<NEXTCLOUD_BASE_PATH>/<name>/`). NFC-normalised; 1–100
     /// characters and at most 250 bytes; no `/`, `\`, controls, invisible
@@ -333,6 +353,13 @@ string_newtype!(
         Ok(normalised)
     }
 );
+
+impl RequestId {
+    /// A fresh random id (a UUID v4).
+    pub fn random() -> Self {
+        Self(uuid::Uuid::new_v4().hyphenated().to_string())
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -468,6 +495,19 @@ mod tests {
             check_id(p, &"u".repeat(257), false);
             check_id(p, &"u".repeat(256), true);
         }
+    }
+
+    #[test]
+    fn request_ids_are_short_and_log_safe() {
+        let p = RequestId::parse;
+        check_id(p, "6f1c1f7e-3c5e-4b7a-9b1d-0c8d2f6a9e10", true);
+        check_id(p, "lb:1234.abc_def", true);
+        check_id(p, &"a".repeat(65), false);
+        check_id(p, "a b", false);
+        check_id(p, "a\nforged log line", false);
+        check_id(p, "", false);
+        let random = RequestId::random();
+        assert_eq!(RequestId::parse(random.as_str()), Ok(random));
     }
 
     #[test]
