@@ -1,0 +1,349 @@
+//! The operator API at `/admin` (spec §9): provisioning and the scope-cache
+//! reset, behind `Authorization: Bearer <ACDM_ADMIN_TOKEN>`.
+//!
+//! The binary mounts this router only when an admin token is configured;
+//! without one every `/admin` path is 404. The service token never opens
+//! it. Storage events and the kill switch join this router with the nc BFF.
+
+use std::sync::Arc;
+
+use acdm_core::domain::MemberRole;
+use acdm_core::{
+    AbsPath, AgentName, ErrorCode, MountName, ProjectName, ProjectSlug, RequestId, ScopeResolver,
+    TokenDigest, ToolResponse, UserId,
+};
+use acdm_store::Store;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Extension, Router};
+use serde::{Deserialize, Serialize};
+
+use crate::envelope::{Envelope, Failure, failure};
+use crate::extract::{StrictJson, path_param};
+
+/// What the operator API needs.
+#[derive(Clone)]
+pub struct AdminState {
+    store: Store,
+    resolver: Arc<ScopeResolver>,
+    files_base: AbsPath,
+    token: TokenDigest,
+}
+
+impl AdminState {
+    /// The operator API over `store`, invalidating `resolver` on agent
+    /// changes; default mounts go under `files_base`; callers must present
+    /// the token whose digest is `token`.
+    pub fn new(
+        store: Store,
+        resolver: Arc<ScopeResolver>,
+        files_base: AbsPath,
+        token: TokenDigest,
+    ) -> Self {
+        Self {
+            store,
+            resolver,
+            files_base,
+            token,
+        }
+    }
+}
+
+/// The `/admin` routes, with their bearer-token check.
+pub fn router(state: AdminState) -> Router {
+    Router::new()
+        .route("/admin/projects", post(create_project).get(list_projects))
+        .route("/admin/projects/{slug}", get(show_project))
+        .route("/admin/projects/{slug}/members", post(set_member))
+        .route(
+            "/admin/projects/{slug}/members/{user_id}",
+            delete(remove_member),
+        )
+        .route("/admin/projects/{slug}/mounts", post(set_mount))
+        .route("/admin/agents", post(mount_agent).get(list_agents))
+        .route("/admin/agents/{agent_name}", delete(unmount_agent))
+        .route("/admin/scope-cache/reset", post(reset_scope_cache))
+        .method_not_allowed_fallback(method_not_allowed)
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            require_admin_token,
+        ))
+        .with_state(state)
+}
+
+/// Refuses requests without exactly one `Authorization: Bearer <token>`
+/// carrying the admin token.
+async fn require_admin_token(
+    State(state): State<AdminState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let mut values = req.headers().get_all(header::AUTHORIZATION).iter();
+    let presented = match (values.next(), values.next()) {
+        (Some(value), None) => value
+            .as_bytes()
+            .strip_prefix(b"Bearer ")
+            .map(<[u8]>::to_vec),
+        _ => None,
+    };
+    if presented.is_some_and(|token| state.token.matches(&token)) {
+        return next.run(req).await;
+    }
+    tracing::Span::current().record("outcome", "admin_auth_failed");
+    let mut response = failure(
+        ErrorCode::Unauthorized,
+        "the operator API needs `Authorization: Bearer <ACDM_ADMIN_TOKEN>`; the service token does not open it",
+    );
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"acdm-admin\""),
+    );
+    response
+}
+
+async fn method_not_allowed() -> Response {
+    failure(
+        ErrorCode::MethodNotAllowed,
+        "this method is not allowed on this operator API path",
+    )
+}
+
+type Reply = Result<Response, Failure>;
+
+fn ok<T: Serialize>(data: T, message: impl Into<String>) -> Reply {
+    Ok(Envelope(ToolResponse::ok(data, message)).into_response())
+}
+
+fn store_error(
+    error: &acdm_store::StoreError,
+    request_id: Option<&Extension<RequestId>>,
+) -> Failure {
+    Failure::store(error, request_id.map(|e| &e.0))
+}
+
+fn slug_param(raw: &str) -> Result<ProjectSlug, Failure> {
+    path_param("slug", raw, ProjectSlug::parse)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateProject {
+    slug: ProjectSlug,
+    name: ProjectName,
+}
+
+async fn create_project(
+    State(state): State<AdminState>,
+    request_id: Option<Extension<RequestId>>,
+    StrictJson(body): StrictJson<CreateProject>,
+) -> Reply {
+    let details = state
+        .store
+        .create_project(&body.slug, &body.name, &state.files_base)
+        .await
+        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    ok(details, format!("project `{}` created", body.slug))
+}
+
+async fn list_projects(
+    State(state): State<AdminState>,
+    request_id: Option<Extension<RequestId>>,
+) -> Reply {
+    let projects = state
+        .store
+        .list_projects()
+        .await
+        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    let message = format!("{} project(s)", projects.len());
+    ok(projects, message)
+}
+
+async fn show_project(
+    State(state): State<AdminState>,
+    request_id: Option<Extension<RequestId>>,
+    Path(slug): Path<String>,
+) -> Reply {
+    let slug = slug_param(&slug)?;
+    let details = state
+        .store
+        .project(&slug)
+        .await
+        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    ok(details, format!("project `{slug}`"))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetMember {
+    user_id: UserId,
+    role: MemberRole,
+}
+
+#[derive(Serialize)]
+struct Changed<T> {
+    #[serde(flatten)]
+    record: T,
+    change: acdm_store::Upsert,
+}
+
+async fn set_member(
+    State(state): State<AdminState>,
+    request_id: Option<Extension<RequestId>>,
+    Path(slug): Path<String>,
+    StrictJson(body): StrictJson<SetMember>,
+) -> Reply {
+    let slug = slug_param(&slug)?;
+    let (member, change) = state
+        .store
+        .set_member(&slug, &body.user_id, body.role)
+        .await
+        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    let message = format!("`{}` is {} of `{slug}`", member.user_id, member.role);
+    ok(
+        Changed {
+            record: member,
+            change,
+        },
+        message,
+    )
+}
+
+async fn remove_member(
+    State(state): State<AdminState>,
+    request_id: Option<Extension<RequestId>>,
+    Path((slug, user_id)): Path<(String, String)>,
+) -> Reply {
+    let slug = slug_param(&slug)?;
+    let user_id = path_param("user_id", &user_id, UserId::parse)?;
+    state
+        .store
+        .remove_member(&slug, &user_id)
+        .await
+        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    ok(
+        serde_json::json!({ "user_id": user_id }),
+        format!("`{user_id}` removed from `{slug}`"),
+    )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetMount {
+    name: MountName,
+    #[serde(default)]
+    root: Option<AbsPath>,
+    #[serde(default = "default_writable")]
+    writable: bool,
+}
+
+fn default_writable() -> bool {
+    true
+}
+
+async fn set_mount(
+    State(state): State<AdminState>,
+    request_id: Option<Extension<RequestId>>,
+    Path(slug): Path<String>,
+    StrictJson(body): StrictJson<SetMount>,
+) -> Reply {
+    let slug = slug_param(&slug)?;
+    let (mount, change) = state
+        .store
+        .set_mount(
+            &slug,
+            &body.name,
+            body.root.as_ref(),
+            body.writable,
+            &state.files_base,
+        )
+        .await
+        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    let message = format!(
+        "mount `{}` of `{slug}` is {} ({})",
+        mount.name,
+        mount.root,
+        if mount.writable {
+            "writable"
+        } else {
+            "read-only"
+        }
+    );
+    ok(
+        Changed {
+            record: mount,
+            change,
+        },
+        message,
+    )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MountAgent {
+    agent_name: AgentName,
+    project: ProjectSlug,
+}
+
+async fn mount_agent(
+    State(state): State<AdminState>,
+    request_id: Option<Extension<RequestId>>,
+    StrictJson(body): StrictJson<MountAgent>,
+) -> Reply {
+    let change = state
+        .store
+        .mount_agent(&body.agent_name, &body.project)
+        .await
+        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    // Other servers follow through the scope epoch; this one at once.
+    state.resolver.invalidate(&body.agent_name);
+    let message = match (&change.previous, change.unchanged) {
+        (_, true) => format!("`{}` already manages `{}`", body.agent_name, body.project),
+        (Some(previous), _) => format!(
+            "`{}` moved from `{}` to `{}`",
+            body.agent_name, previous.project, body.project
+        ),
+        (None, _) => format!("`{}` now manages `{}`", body.agent_name, body.project),
+    };
+    ok(change, message)
+}
+
+async fn list_agents(
+    State(state): State<AdminState>,
+    request_id: Option<Extension<RequestId>>,
+) -> Reply {
+    let agents = state
+        .store
+        .list_agents()
+        .await
+        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    let message = format!("{} active agent mount(s)", agents.len());
+    ok(agents, message)
+}
+
+async fn unmount_agent(
+    State(state): State<AdminState>,
+    request_id: Option<Extension<RequestId>>,
+    Path(agent): Path<String>,
+) -> Reply {
+    let agent = path_param("agent_name", &agent, AgentName::parse)?;
+    let ended = state
+        .store
+        .unmount_agent(&agent)
+        .await
+        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    state.resolver.invalidate(&agent);
+    let message = format!("`{agent}` no longer manages `{}`", ended.project);
+    ok(ended, message)
+}
+
+async fn reset_scope_cache(State(state): State<AdminState>) -> Reply {
+    let dropped = state.resolver.cached_len();
+    state.resolver.reset();
+    ok(
+        serde_json::json!({ "dropped": dropped }),
+        format!("scope cache reset ({dropped} entries dropped on this server)"),
+    )
+}

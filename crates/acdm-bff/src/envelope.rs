@@ -1,0 +1,169 @@
+//! Sending a [`ToolResponse`] over HTTP: the status comes from the code,
+//! the body is always the envelope, and internal details go to the log,
+//! never to the caller. This is the one place errors of the layers below
+//! are mapped to codes.
+
+use acdm_core::{ErrorCode, RequestId, ToolResponse};
+use acdm_store::StoreError;
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// A [`ToolResponse`] ready to be sent: HTTP status of its code, JSON body,
+/// `Cache-Control: no-store`.
+#[derive(Debug)]
+pub struct Envelope<T>(pub ToolResponse<T>);
+
+impl<T: Serialize> IntoResponse for Envelope<T> {
+    fn into_response(self) -> Response {
+        let status =
+            StatusCode::from_u16(self.0.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response = (status, Json(self.0)).into_response();
+        response
+            .headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        response
+    }
+}
+
+impl<T> From<ToolResponse<T>> for Envelope<T> {
+    fn from(value: ToolResponse<T>) -> Self {
+        Self(value)
+    }
+}
+
+/// A failed request, as the envelope it answers with: the one error type
+/// of the HTTP adapters. Boxed, since errors are the cold path.
+#[derive(Debug)]
+pub struct Failure(Box<ToolResponse<serde_json::Value>>);
+
+impl Failure {
+    /// A failure with `code`'s default suggested action.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self(Box::new(ToolResponse::failure(code, message)))
+    }
+
+    /// Attaches details (for example field problems) as `data`.
+    #[must_use]
+    pub fn with_data(self, data: impl Serialize) -> Self {
+        let value = serde_json::to_value(data).unwrap_or(serde_json::Value::Null);
+        Self(Box::new(self.0.with_data(value)))
+    }
+
+    /// The failure a store error maps to (logged when the caller does not
+    /// see the detail).
+    pub fn store(error: &StoreError, request_id: Option<&RequestId>) -> Self {
+        Self(Box::new(store_failure(error, request_id)))
+    }
+
+    /// The envelope.
+    pub fn envelope(&self) -> &ToolResponse<serde_json::Value> {
+        &self.0
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        Envelope(*self.0).into_response()
+    }
+}
+
+/// A failure envelope with no data, as a response.
+pub fn failure(code: ErrorCode, message: impl Into<String>) -> Response {
+    Failure::new(code, message).into_response()
+}
+
+/// The message for an `internal_error`: no detail, but the request id an
+/// operator can search the logs for.
+pub fn internal_message(request_id: Option<&RequestId>) -> String {
+    match request_id {
+        Some(id) => format!(
+            "internal error; an operator can find the details in the server logs under request id {id}"
+        ),
+        None => "internal error; an operator can find the details in the server logs".to_owned(),
+    }
+}
+
+/// Maps a store error to its envelope, logging what the caller does not see.
+pub fn store_failure<T>(error: &StoreError, request_id: Option<&RequestId>) -> ToolResponse<T> {
+    match error {
+        StoreError::NotFound { .. } => {
+            ToolResponse::failure(ErrorCode::NotFound, error.to_string())
+        }
+        StoreError::Conflict(_) => ToolResponse::failure(ErrorCode::Conflict, error.to_string()),
+        StoreError::Unavailable(_) => {
+            tracing::warn!(error = %error_chain(error), "database unavailable");
+            ToolResponse::failure(
+                ErrorCode::ServiceUnavailable,
+                "the backend's database is unavailable right now",
+            )
+        }
+        _ => {
+            tracing::error!(error = %error_chain(error), "store error");
+            ToolResponse::failure(ErrorCode::InternalError, internal_message(request_id))
+        }
+    }
+}
+
+/// `error` and its sources, joined, for one log field.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::to_bytes;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn an_envelope_carries_the_status_of_its_code() {
+        let response = failure(ErrorCode::KillSwitchOff, "writes are off");
+        assert_eq!(response.status(), StatusCode::FORBIDDEN);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+        assert_eq!(response.headers()[header::CACHE_CONTROL], "no-store");
+        let body = to_bytes(response.into_body(), 4096).await.unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["code"], "kill_switch_off");
+        assert_eq!(v["success"], false);
+    }
+
+    #[test]
+    fn store_errors_map_to_stable_codes_without_internal_text() {
+        let id = RequestId::parse("req-1").unwrap();
+        let not_found = StoreError::NotFound {
+            what: "project",
+            key: "x".into(),
+        };
+        assert_eq!(
+            store_failure::<()>(&not_found, None).error_code(),
+            Some(ErrorCode::NotFound)
+        );
+        let conflict = StoreError::Conflict("taken".into());
+        assert_eq!(
+            store_failure::<()>(&conflict, None).error_code(),
+            Some(ErrorCode::Conflict)
+        );
+        let down = StoreError::Unavailable(sqlx::Error::PoolTimedOut);
+        assert_eq!(
+            store_failure::<()>(&down, None).error_code(),
+            Some(ErrorCode::ServiceUnavailable)
+        );
+        let corrupt = StoreError::Corrupt {
+            table: "projects",
+            detail: "SQLSTATE 42P01 secret".into(),
+        };
+        let r = store_failure::<()>(&corrupt, Some(&id));
+        assert_eq!(r.error_code(), Some(ErrorCode::InternalError));
+        assert!(!r.message().contains("SQLSTATE"), "{}", r.message());
+        assert!(r.message().contains("req-1"));
+    }
+}

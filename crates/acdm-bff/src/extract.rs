@@ -1,0 +1,292 @@
+//! Strict request parsing: bodies and path parameters that fail to parse
+//! answer with a `validation_error` envelope (HTTP 422) naming the field,
+//! never a framework default page.
+
+use acdm_core::ErrorCode;
+use axum::extract::{FromRequest, Request};
+use axum::http::header;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::envelope::Failure;
+
+/// One problem with one field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldProblem {
+    /// The field (`slug`, `mounts[0].root`); `.` for the body as a whole.
+    pub field: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+/// The `data` of a `validation_error`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldProblems {
+    /// The problems found (parsing stops at the first).
+    pub errors: Vec<FieldProblem>,
+}
+
+/// A `validation_error` for one field.
+pub fn invalid_field(field: &str, problem: impl Into<String>) -> Failure {
+    let problem = problem.into();
+    Failure::new(ErrorCode::ValidationError, format!("{field}: {problem}")).with_data(
+        FieldProblems {
+            errors: vec![FieldProblem {
+                field: field.to_owned(),
+                problem,
+            }],
+        },
+    )
+}
+
+/// A JSON body parsed strictly: `Content-Type` must be JSON when given, the
+/// body must be one JSON value of the target type, and the target types
+/// refuse unknown fields (`#[serde(deny_unknown_fields)]`), so a stray
+/// `project_id` is an error rather than silently ignored.
+#[derive(Debug, Clone)]
+pub struct StrictJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for StrictJson<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = Failure;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
+        if let Some(content_type) = req.headers().get(header::CONTENT_TYPE) {
+            let is_json = content_type.to_str().is_ok_and(|v| {
+                let essence = v.split(';').next().unwrap_or_default().trim();
+                essence.eq_ignore_ascii_case("application/json")
+            });
+            if !is_json {
+                return Err(invalid_field(
+                    ".",
+                    "send the body as JSON with Content-Type: application/json",
+                ));
+            }
+        }
+        let bytes = match axum::body::to_bytes(req.into_body(), usize::MAX).await {
+            Ok(bytes) => bytes,
+            Err(error) if is_length_limit(&error) => {
+                return Err(Failure::new(
+                    ErrorCode::PayloadTooLarge,
+                    "the request body is larger than this server accepts",
+                ));
+            }
+            Err(_) => {
+                return Err(invalid_field(".", "the request body could not be read"));
+            }
+        };
+        match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+            None => {
+                return Err(invalid_field(
+                    ".",
+                    "the body is empty; send a JSON object such as {}",
+                ));
+            }
+            // serde would also read a struct from an array; only objects have names.
+            Some(b) if *b != b'{' => {
+                return Err(invalid_field(
+                    ".",
+                    "the body must be a JSON object, such as {}",
+                ));
+            }
+            Some(_) => {}
+        }
+        let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
+        let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+            let (field, problem) = describe(&error);
+            invalid_field(&field, problem)
+        })?;
+        deserializer.end().map_err(|error| {
+            let message = strip_position(&error.to_string());
+            invalid_field(".", format!("the body is not valid JSON ({message})"))
+        })?;
+        Ok(Self(value))
+    }
+}
+
+/// The field and the problem, from a serde error.
+fn describe(error: &serde_path_to_error::Error<serde_json::Error>) -> (String, String) {
+    let inner = error.inner();
+    let message = strip_position(&inner.to_string());
+    let path = error.path().to_string();
+    // The path of a missing field is its parent; of an unknown field, the
+    // field itself.
+    let missing = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next());
+    let field = match missing {
+        Some(name) if path == "." => name.to_owned(),
+        Some(name) => format!("{path}.{name}"),
+        None => path,
+    };
+    if inner.is_syntax() || inner.is_eof() {
+        return (
+            ".".to_owned(),
+            format!("the body is not valid JSON ({message})"),
+        );
+    }
+    (field, message)
+}
+
+/// serde_json appends ` at line L column C`; the field name says more.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) if message[at..].contains(" column ") => message[..at].to_owned(),
+        _ => message.to_owned(),
+    }
+}
+
+fn is_length_limit(error: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = source {
+        if current.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = current.source();
+    }
+    false
+}
+
+/// Parses a path parameter with a validating constructor, or answers with
+/// a `validation_error` naming it.
+pub fn path_param<T, E: std::fmt::Display>(
+    name: &str,
+    raw: &str,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, Failure> {
+    parse(raw).map_err(|e| invalid_field(name, e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::{Body, to_bytes};
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code, reason = "fields are only parsed")]
+    struct Body1 {
+        slug: acdm_core::ProjectSlug,
+        #[serde(default)]
+        writable: Option<bool>,
+    }
+
+    async fn parse(
+        content_type: Option<&str>,
+        body: &str,
+    ) -> Result<Body1, (StatusCode, serde_json::Value)> {
+        let mut builder = Request::builder().method("POST").uri("/x");
+        if let Some(ct) = content_type {
+            builder = builder.header(header::CONTENT_TYPE, ct);
+        }
+        let req = builder.body(Body::from(body.to_owned())).unwrap();
+        match StrictJson::<Body1>::from_request(req, &()).await {
+            Ok(StrictJson(v)) => Ok(v),
+            Err(failure) => {
+                let response = failure.into_response();
+                let status = response.status();
+                let bytes = to_bytes(response.into_body(), 1 << 16).await.unwrap();
+                Err((status, serde_json::from_slice(&bytes).unwrap()))
+            }
+        }
+    }
+
+    async fn check(content_type: Option<&str>, body: &str, expected: Result<(), (&str, &str)>) {
+        let got = parse(content_type, body).await;
+        match expected {
+            Ok(()) => assert!(got.is_ok(), "{body}: {got:?}"),
+            Err((field, problem_start)) => {
+                let (status, v) = got.unwrap_err();
+                assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+                assert_eq!(v["code"], "validation_error", "{body}");
+                let e = &v["data"]["errors"][0];
+                assert_eq!(e["field"], field, "{body}: {v}");
+                let problem = e["problem"].as_str().unwrap();
+                assert!(problem.starts_with(problem_start), "{body}: {problem}");
+                assert!(!problem.contains(" at line "), "{problem}");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn bodies_are_parsed_strictly_and_problems_name_the_field() {
+        let json = Some("application/json");
+        check(json, r#"{"slug":"alpha"}"#, Ok(())).await;
+        check(
+            Some("application/json; charset=utf-8"),
+            r#"{"slug":"a"}"#,
+            Ok(()),
+        )
+        .await;
+        check(None, r#"{"slug":"alpha"}"#, Ok(())).await;
+        check(
+            json,
+            r#"{"slug":"alpha","project_id":"beta"}"#,
+            Err(("project_id", "unknown field `project_id`")),
+        )
+        .await;
+        check(json, r#"{}"#, Err(("slug", "missing field `slug`"))).await;
+        check(json, r#"{"slug":"Alpha"}"#, Err(("slug", "contains 'A'"))).await;
+        check(
+            json,
+            r#"{"slug":"alpha","writable":"yes"}"#,
+            Err(("writable", "invalid type")),
+        )
+        .await;
+        check(
+            json,
+            r#"{"slug":"alpha""#,
+            Err((".", "the body is not valid JSON")),
+        )
+        .await;
+        check(
+            json,
+            r#"{"slug":"alpha"} {"slug":"b"}"#,
+            Err((".", "the body is not valid JSON")),
+        )
+        .await;
+        check(json, "", Err((".", "the body is empty"))).await;
+        check(json, "[1]", Err((".", "the body must be a JSON object"))).await;
+        check(
+            json,
+            r#"["alpha"]"#,
+            Err((".", "the body must be a JSON object")),
+        )
+        .await;
+        check(json, "null", Err((".", "the body must be a JSON object"))).await;
+        check(
+            Some("text/plain"),
+            r#"{"slug":"alpha"}"#,
+            Err((".", "send the body as JSON")),
+        )
+        .await;
+        check(
+            Some("application/x-www-form-urlencoded"),
+            "slug=alpha",
+            Err((".", "send the body as JSON")),
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn an_over_limit_body_is_payload_too_large() {
+        let limited = http_body_util::Limited::new(Body::from(vec![b' '; 100]), 10);
+        let req = Request::builder()
+            .method("POST")
+            .uri("/x")
+            .body(Body::new(limited))
+            .unwrap();
+        let response = StrictJson::<Body1>::from_request(req, &())
+            .await
+            .unwrap_err()
+            .into_response();
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
+}
