@@ -1,0 +1,198 @@
+//! The service gate (spec §3.1): one global middleware in front of every
+//! route.
+//!
+//! Deny by default. Every path is gated except an exact list of open probe
+//! paths and the operator API (which has its own token). A gated request
+//! needs exactly one `X-ACDM-Service-Auth` header equal to
+//! `ACDM_MCP_SERVICE_TOKEN`, compared as SHA-256 digests in constant time;
+//! without a configured token nothing passes. Refusal is HTTP 401 with the
+//! exact body `{"error":"service auth failed"}` — deliberately not a
+//! ToolResponse: it is a deployment problem, not something an LLM can fix.
+//!
+//! Paths are classified by the raw request path, byte for byte, before any
+//! routing. Nothing is decoded or normalised here, and routing does not
+//! normalise either, so a path that only looks like an open one (`/MCP`,
+//! `/%6dcp`, `//mcp`, `/mcp/health/../x`, `/mcp/health%2F..%2Fx`) is gated
+//! like any other: refused without the token, and with the token it reaches
+//! the router, which knows no such route (404). No spelling of a path can
+//! reach a handler without passing the gate.
+//!
+//! A gated or operator request carrying `Origin` (a browser) is refused
+//! with 403: no browser is a client, and no CORS is offered.
+
+use acdm_bff::envelope::failure;
+use acdm_core::{ErrorCode, TokenDigest};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use crate::http::Outcome;
+
+/// `X-ACDM-Service-Auth`, as `http` spells header names (lowercase).
+pub const SERVICE_AUTH: HeaderName = HeaderName::from_static("x-acdm-service-auth");
+
+/// Paths that answer without the service token, matched exactly.
+pub const OPEN_PATHS: &[&str] = &["/healthz", "/readyz", "/mcp/health"];
+
+/// The exact refusal body of spec §3.1.
+pub const REFUSAL_BODY: &str = r#"{"error":"service auth failed"}"#;
+
+/// How the gate treats a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathClass {
+    /// A probe: no token.
+    Open,
+    /// The operator API: its own bearer token, no service token, no browsers.
+    Operator,
+    /// Everything else: the service token, no browsers.
+    Gated,
+}
+
+/// Classifies a raw request path.
+pub fn classify(path: &str) -> PathClass {
+    if OPEN_PATHS.contains(&path) {
+        PathClass::Open
+    } else if path == "/admin" || path.starts_with("/admin/") {
+        PathClass::Operator
+    } else {
+        PathClass::Gated
+    }
+}
+
+/// The gate's state: the digest of the configured token, if any.
+#[derive(Debug, Clone)]
+pub struct ServiceGate {
+    expected: Option<TokenDigest>,
+}
+
+impl ServiceGate {
+    /// A gate for `token`; `None` (or empty) refuses every gated request.
+    pub fn new(token: Option<&str>) -> Self {
+        Self {
+            expected: token.and_then(TokenDigest::of),
+        }
+    }
+
+    /// True when the request carries exactly one `X-ACDM-Service-Auth`
+    /// equal to the configured token.
+    pub fn admits(&self, headers_in: &axum::http::HeaderMap) -> bool {
+        let Some(expected) = &self.expected else {
+            return false;
+        };
+        let mut values = headers_in.get_all(SERVICE_AUTH).iter();
+        match (values.next(), values.next()) {
+            (Some(value), None) => expected.matches(value.as_bytes()),
+            _ => false,
+        }
+    }
+}
+
+fn refusal() -> Response {
+    let mut response = Response::new(Body::from(REFUSAL_BODY));
+    *response.status_mut() = StatusCode::UNAUTHORIZED;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+        .extensions_mut()
+        .insert(Outcome("service_auth_failed"));
+    response
+}
+
+fn browser_refusal() -> Response {
+    let mut response = failure(
+        ErrorCode::PermissionDenied,
+        "browser requests (with an Origin header) are not accepted; this API is for servers",
+    );
+    response.extensions_mut().insert(Outcome("origin_refused"));
+    response
+}
+
+/// The middleware.
+pub async fn service_gate(State(gate): State<ServiceGate>, req: Request, next: Next) -> Response {
+    let has_origin = req.headers().contains_key(header::ORIGIN);
+    match classify(req.uri().path()) {
+        PathClass::Open => next.run(req).await,
+        PathClass::Operator if has_origin => browser_refusal(),
+        PathClass::Operator => next.run(req).await,
+        PathClass::Gated if !gate.admits(req.headers()) => refusal(),
+        PathClass::Gated if has_origin => browser_refusal(),
+        PathClass::Gated => next.run(req).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_constant_is_the_protocol_header() {
+        assert!(
+            SERVICE_AUTH
+                .as_str()
+                .eq_ignore_ascii_case(acdm_core::headers::SERVICE_AUTH)
+        );
+    }
+
+    #[test]
+    fn only_exact_probe_paths_are_open() {
+        let check = |path: &str, expected: PathClass| {
+            assert_eq!(classify(path), expected, "{path}");
+        };
+        check("/healthz", PathClass::Open);
+        check("/readyz", PathClass::Open);
+        check("/mcp/health", PathClass::Open);
+        check("/mcp/health/", PathClass::Gated);
+        check("/mcp/health/../x", PathClass::Gated);
+        check("/mcp/health%2F..%2Fx", PathClass::Gated);
+        check("/mcp/healthz", PathClass::Gated);
+        check("/MCP/health", PathClass::Gated);
+        check("//mcp/health", PathClass::Gated);
+        check("/healthz/../agent-tools", PathClass::Gated);
+        check("/mcp", PathClass::Gated);
+        check("/", PathClass::Gated);
+        check("*", PathClass::Gated);
+        check("", PathClass::Gated);
+        check("/admin", PathClass::Operator);
+        check("/admin/projects", PathClass::Operator);
+        check("/administrator", PathClass::Gated);
+        check("/ADMIN/projects", PathClass::Gated);
+    }
+
+    #[test]
+    fn the_gate_needs_exactly_one_matching_header() {
+        let token = "0123456789abcdef0123456789abcdef";
+        let gate = ServiceGate::new(Some(token));
+        let check = |values: &[&[u8]], expected: bool| {
+            let mut map = axum::http::HeaderMap::new();
+            for v in values {
+                map.append(SERVICE_AUTH, HeaderValue::from_bytes(v).unwrap());
+            }
+            assert_eq!(gate.admits(&map), expected, "{values:?}");
+        };
+        check(&[token.as_bytes()], true);
+        check(&[], false);
+        check(&[b""], false);
+        check(&[token.to_uppercase().as_bytes()], false);
+        check(&[&token.as_bytes()[..31]], false);
+        check(&[token.as_bytes(), token.as_bytes()], false);
+        check(&[b"wrong", token.as_bytes()], false);
+        check(&["0123456789abcdef0123456789abcdé".as_bytes()], false);
+    }
+
+    #[test]
+    fn without_a_configured_token_nothing_is_admitted() {
+        for gate in [ServiceGate::new(None), ServiceGate::new(Some(""))] {
+            let mut map = axum::http::HeaderMap::new();
+            assert!(!gate.admits(&map));
+            map.insert(SERVICE_AUTH, HeaderValue::from_static(""));
+            assert!(
+                !gate.admits(&map),
+                "an empty header never matches an empty token"
+            );
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! Request plumbing shared by every route: the request id, the request
+//! span and its closing log line, the body-size limit, and turning a panic
+//! into an `internal_error` envelope instead of a dropped connection.
+
+use std::time::Duration;
+
+use acdm_bff::envelope::{failure, internal_message};
+use acdm_core::{ErrorCode, RequestId};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, HeaderValue, Response as HttpResponse, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use http_body_util::Limited;
+use tracing::Span;
+use tracing::field::Empty;
+
+/// The request/response header carrying the request id.
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// What the request span records about who refused a request, when it was
+/// refused before reaching a handler.
+#[derive(Debug, Clone, Copy)]
+pub struct Outcome(pub &'static str);
+
+/// Takes the caller's `X-Request-Id` when it is well-formed, else makes
+/// one; stores it in the request extensions and echoes it on the response.
+pub async fn request_id(mut req: Request, next: Next) -> Response {
+    let id = req
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| RequestId::parse(v).ok())
+        .unwrap_or_else(RequestId::random);
+    req.extensions_mut().insert(id.clone());
+    let mut response = next.run(req).await;
+    if let Ok(value) = HeaderValue::from_str(id.as_str()) {
+        response.headers_mut().insert(REQUEST_ID, value);
+    }
+    response
+}
+
+/// The request span: the request id, method and path (never the query or
+/// headers), plus fields the gate and the BFF fill in as they learn them.
+pub fn make_span(req: &Request) -> Span {
+    let request_id = req
+        .extensions()
+        .get::<RequestId>()
+        .map_or("", RequestId::as_str)
+        .to_owned();
+    tracing::info_span!(
+        "request",
+        request_id = %request_id,
+        method = %req.method(),
+        path = %req.uri().path(),
+        op = Empty,
+        agent = Empty,
+        user = Empty,
+        thread = Empty,
+        status = Empty,
+        outcome = Empty,
+        latency_ms = Empty,
+    )
+}
+
+/// Marks a health-probe response, logged at debug level so probes do not
+/// drown the log.
+#[derive(Debug, Clone, Copy)]
+pub struct Probe;
+
+/// Records status, latency and outcome, and logs one line per request
+/// (probes at debug level).
+pub fn on_response<B>(response: &HttpResponse<B>, latency: Duration, span: &Span) {
+    let status = response.status();
+    let outcome = response.extensions().get::<Outcome>().map_or_else(
+        || {
+            if status.is_server_error() {
+                "server_error"
+            } else if status.is_client_error() {
+                "client_error"
+            } else {
+                "ok"
+            }
+        },
+        |o| o.0,
+    );
+    span.record("status", status.as_u16());
+    span.record("outcome", outcome);
+    span.record("latency_ms", latency.as_secs_f64() * 1000.0);
+    let _guard = span.enter();
+    if response.extensions().get::<Probe>().is_some() {
+        tracing::debug!("probe answered");
+    } else if status.is_server_error() {
+        tracing::warn!("request finished");
+    } else {
+        tracing::info!("request finished");
+    }
+}
+
+/// Refuses bodies larger than `max` bytes: at once when `Content-Length`
+/// says so, otherwise while the body is read (the extractor then answers
+/// `payload_too_large`).
+pub async fn limit_body(State(max): State<usize>, req: Request, next: Next) -> Response {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        let mut response = failure(
+            ErrorCode::PayloadTooLarge,
+            format!("the request body is larger than this server accepts ({max} bytes)"),
+        );
+        response
+            .extensions_mut()
+            .insert(Outcome("payload_too_large"));
+        return response;
+    }
+    let (parts, body) = req.into_parts();
+    next.run(Request::from_parts(
+        parts,
+        Body::new(Limited::new(body, max)),
+    ))
+    .await
+}
+
+/// The answer when a handler panics: an `internal_error` envelope. The
+/// panic message is not sent; the panic hook has logged it.
+pub fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked");
+    let mut response = failure(ErrorCode::InternalError, internal_message(None));
+    response.extensions_mut().insert(Outcome("panic"));
+    response
+}

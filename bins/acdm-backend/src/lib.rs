@@ -1,0 +1,22 @@
+//! The acdm-backend service, as a library so tests can build and run it
+//! on port 0 (`main.rs` is only the command line around it).
+//!
+//! - [`config`]: settings from file and environment, validated;
+//! - [`telemetry`]: the process-wide log subscriber;
+//! - [`app`]: the router, its global middleware and the server lifecycle;
+//! - [`gate`]: the service-token gate in front of every route;
+//! - [`health`]: `/healthz`, `/readyz`, `/mcp/health`;
+//! - [`http`]: request id, request span, body limit, panic guard;
+//! - [`cli`]: the command line and the operator commands.
+//!
+//! **Architecture invariant:** composition only — this crate wires the
+//! adapters (`acdm-bff`, later `acdm-mcp`) to the store and sources. It is
+//! the only crate that reads the environment or installs a log subscriber.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod gate;
+pub mod health;
+pub mod http;
+pub mod telemetry;

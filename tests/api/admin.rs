@@ -1,0 +1,363 @@
+//! The operator API: its own token, envelopes everywhere, provisioning that
+//! the scope resolver sees at once.
+
+use std::time::{Duration, Instant};
+
+use acdm_core::AgentName;
+
+use crate::helpers::{ADMIN_TOKEN, BEARER, Options, Req, TOKEN, spawn_app};
+
+fn admin_headers() -> [(&'static str, &'static str); 1] {
+    [("Authorization", BEARER)]
+}
+
+#[tokio::test]
+async fn without_an_admin_token_every_admin_path_is_404() {
+    let app = spawn_app(Options {
+        admin_token: None,
+        ..Options::default()
+    })
+    .await;
+    for (method, path) in [
+        ("GET", "/admin/projects"),
+        ("POST", "/admin/agents"),
+        ("POST", "/admin/scope-cache/reset"),
+        ("GET", "/admin"),
+    ] {
+        let r = app
+            .send(Req::new(method, path).headers(&admin_headers()))
+            .await;
+        assert_eq!(r.status, 404, "{method} {path}");
+        assert_eq!(r.json()["code"], "not_found");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_admin_api_refuses_missing_wrong_and_service_tokens() {
+    let app = spawn_app(Options::default()).await;
+    let service_bearer = format!("Bearer {TOKEN}");
+    let wrong_case = format!("bearer {ADMIN_TOKEN}");
+    let cases: Vec<(&str, Vec<(&str, &str)>)> = vec![
+        ("no header", vec![]),
+        (
+            "the service token as bearer",
+            vec![("Authorization", &service_bearer)],
+        ),
+        (
+            "the service token header",
+            vec![("X-ACDM-Service-Auth", TOKEN)],
+        ),
+        ("no scheme", vec![("Authorization", ADMIN_TOKEN)]),
+        ("lowercase scheme", vec![("Authorization", &wrong_case)]),
+        (
+            "twice",
+            vec![("Authorization", BEARER), ("Authorization", BEARER)],
+        ),
+    ];
+    for (label, headers) in &cases {
+        let r = app.send(Req::get("/admin/projects").headers(headers)).await;
+        assert_eq!(r.status, 401, "{label}");
+        assert_eq!(r.json()["code"], "unauthorized", "{label}");
+        assert_eq!(
+            r.header("www-authenticate"),
+            Some("Bearer realm=\"acdm-admin\"")
+        );
+    }
+    let ok = app
+        .send(Req::get("/admin/projects").headers(&admin_headers()))
+        .await;
+    assert_eq!(ok.status, 200);
+    assert_eq!(ok.json()["data"], serde_json::json!([]));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn provisioning_through_the_api_takes_effect_for_the_resolver_at_once() {
+    let app = spawn_app(Options::default()).await;
+    let h = admin_headers();
+    let agent = AgentName::parse("project-alpha").unwrap();
+    assert!(
+        app.state.resolver.resolve(&agent).await.is_err(),
+        "an earlier miss"
+    );
+
+    let created = app
+        .send(
+            Req::new("POST", "/admin/projects")
+                .headers(&h)
+                .json(r#"{"slug":"alpha","name":"Alpha"}"#),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    let body = created.json();
+    assert_eq!(body["success"], true);
+    assert_eq!(body["data"]["mounts"][0]["root"], "/Projects/Alpha");
+
+    let member = app
+        .send(
+            Req::new("POST", "/admin/projects/alpha/members")
+                .headers(&h)
+                .json(r#"{"user_id":"u1","role":"owner"}"#),
+        )
+        .await;
+    assert_eq!(
+        member.json()["data"]["change"],
+        "created",
+        "{}",
+        member.body
+    );
+    let mount = app
+        .send(
+            Req::new("POST", "/admin/projects/alpha/mounts")
+                .headers(&h)
+                .json(r#"{"name":"templates","root":"/Shared/Templates","writable":false}"#),
+        )
+        .await;
+    assert_eq!(mount.json()["data"]["writable"], false, "{}", mount.body);
+
+    let mounted = app
+        .send(
+            Req::new("POST", "/admin/agents")
+                .headers(&h)
+                .json(r#"{"agent_name":"project-alpha","project":"alpha"}"#),
+        )
+        .await;
+    assert_eq!(mounted.status, 200, "{}", mounted.body);
+    let resolved = app
+        .state
+        .resolver
+        .resolve(&agent)
+        .await
+        .expect("seen at once");
+    assert_eq!(resolved.slug.as_str(), "alpha");
+
+    let shown = app
+        .send(Req::get("/admin/projects/alpha").headers(&h))
+        .await
+        .json();
+    assert_eq!(shown["data"]["members"][0]["role"], "owner");
+    assert_eq!(shown["data"]["mounts"].as_array().unwrap().len(), 2);
+    assert_eq!(shown["data"]["agents"][0]["agent_name"], "project-alpha");
+
+    let unmounted = app
+        .send(Req::new("DELETE", "/admin/agents/project-alpha").headers(&h))
+        .await;
+    assert_eq!(unmounted.status, 200, "{}", unmounted.body);
+    assert!(
+        app.state.resolver.resolve(&agent).await.is_err(),
+        "revoked at once on this server"
+    );
+    let again = app
+        .send(Req::new("DELETE", "/admin/agents/project-alpha").headers(&h))
+        .await;
+    assert_eq!(
+        (again.status, again.json()["code"].as_str()),
+        (404, Some("not_found"))
+    );
+
+    let reset = app
+        .send(Req::new("POST", "/admin/scope-cache/reset").headers(&h))
+        .await;
+    assert_eq!(reset.status, 200);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn bad_requests_get_envelopes_naming_the_problem() {
+    let app = spawn_app(Options::default()).await;
+    let h = admin_headers();
+    let check = async |req: Req<'_>, status: u16, code: &str, field: Option<&str>| {
+        let r = app.send(req.headers(&h)).await;
+        let v = r.json();
+        assert_eq!(
+            (r.status, v["code"].as_str()),
+            (status, Some(code)),
+            "{}",
+            r.body
+        );
+        if let Some(field) = field {
+            assert_eq!(v["data"]["errors"][0]["field"], field, "{}", r.body);
+        }
+        assert_eq!(v["success"], code == "ok");
+    };
+    check(
+        Req::new("POST", "/admin/projects")
+            .json(r#"{"slug":"alpha","name":"Alpha","project_id":"x"}"#),
+        422,
+        "validation_error",
+        Some("project_id"),
+    )
+    .await;
+    check(
+        Req::new("POST", "/admin/projects").json(r#"{"slug":"Alpha!","name":"Alpha"}"#),
+        422,
+        "validation_error",
+        Some("slug"),
+    )
+    .await;
+    check(
+        Req::new("POST", "/admin/projects").json(r#"{"slug":"dots","name":".."}"#),
+        422,
+        "validation_error",
+        Some("name"),
+    )
+    .await;
+    check(
+        Req::new("POST", "/admin/projects").json(r#"{"slug":"alpha""#),
+        422,
+        "validation_error",
+        Some("."),
+    )
+    .await;
+    check(
+        Req::new("POST", "/admin/projects").json(r#"{"slug":"alpha","name":"Alpha"}"#),
+        200,
+        "ok",
+        None,
+    )
+    .await;
+    check(
+        Req::new("POST", "/admin/projects").json(r#"{"slug":"alpha","name":"Alpha 2"}"#),
+        409,
+        "conflict",
+        None,
+    )
+    .await;
+    check(Req::get("/admin/projects/nope"), 404, "not_found", None).await;
+    check(
+        Req::get("/admin/projects/NOPE!"),
+        422,
+        "validation_error",
+        Some("slug"),
+    )
+    .await;
+    check(
+        Req::new("POST", "/admin/projects/alpha/members").json(r#"{"user_id":"u1","role":"boss"}"#),
+        422,
+        "validation_error",
+        Some("role"),
+    )
+    .await;
+    check(
+        Req::new("POST", "/admin/projects/alpha/mounts").json(r#"{"name":"x","root":"/a/../b"}"#),
+        422,
+        "validation_error",
+        Some("root"),
+    )
+    .await;
+    check(
+        Req::new("POST", "/admin/agents").json(r#"{"agent_name":"bad agent","project":"alpha"}"#),
+        422,
+        "validation_error",
+        Some("agent_name"),
+    )
+    .await;
+    check(
+        Req::new("POST", "/admin/agents").json(r#"{"agent_name":"a1","project":"nope"}"#),
+        404,
+        "not_found",
+        None,
+    )
+    .await;
+    check(
+        Req::new("PUT", "/admin/projects"),
+        405,
+        "method_not_allowed",
+        None,
+    )
+    .await;
+    check(Req::get("/admin/unknown"), 404, "not_found", None).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_refused_with_an_envelope() {
+    let app = spawn_app(Options {
+        extra_env: vec![("ACDM_MAX_REQUEST_BYTES", "2048".to_owned())],
+        ..Options::default()
+    })
+    .await;
+    let big = format!(r#"{{"slug":"alpha","name":"{}"}}"#, "a".repeat(4000));
+    let r = app
+        .send(
+            Req::new("POST", "/admin/projects")
+                .headers(&admin_headers())
+                .json(&big),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.json()["code"].as_str()),
+        (413, Some("payload_too_large"))
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_move_made_on_one_server_reaches_another_within_seconds() {
+    let first = spawn_app(Options::default()).await;
+    let second = spawn_app(Options {
+        data_dir: Some(first.data_dir.clone()),
+        ..Options::default()
+    })
+    .await;
+    let h = admin_headers();
+    for (slug, name) in [("alpha", "Alpha"), ("beta", "Beta")] {
+        let body = format!(r#"{{"slug":"{slug}","name":"{name}"}}"#);
+        assert_eq!(
+            first
+                .send(Req::new("POST", "/admin/projects").headers(&h).json(&body))
+                .await
+                .status,
+            200
+        );
+    }
+    first
+        .send(
+            Req::new("POST", "/admin/agents")
+                .headers(&h)
+                .json(r#"{"agent_name":"project-alpha","project":"alpha"}"#),
+        )
+        .await;
+    let agent = AgentName::parse("project-alpha").unwrap();
+    assert_eq!(
+        second
+            .state
+            .resolver
+            .resolve(&agent)
+            .await
+            .unwrap()
+            .slug
+            .as_str(),
+        "alpha"
+    );
+
+    let moved = first
+        .send(
+            Req::new("POST", "/admin/agents")
+                .headers(&h)
+                .json(r#"{"agent_name":"project-alpha","project":"beta"}"#),
+        )
+        .await;
+    assert!(
+        moved.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("moved from `alpha` to `beta`")
+    );
+    let start = Instant::now();
+    loop {
+        let now = second.state.resolver.resolve(&agent).await.unwrap();
+        if now.slug.as_str() == "beta" {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the second server still says alpha"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    eprintln!("move seen by the other server after {:?}", start.elapsed());
+    second.stop().await;
+    first.stop().await;
+}

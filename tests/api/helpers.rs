@@ -1,0 +1,254 @@
+//! Starting the service on port 0 with its own database, and a raw
+//! HTTP/1.1 client that sends paths exactly as written (no normalisation,
+//! unlike URL-based clients).
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use acdm_backend::app::{AppState, Application};
+use acdm_backend::config::Config;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub(crate) const TOKEN: &str = "svc-0123456789abcdef0123456789abcdef";
+pub(crate) const ADMIN_TOKEN: &str = "adm-fedcba9876543210fedcba9876543210";
+
+/// How to start a test server.
+pub(crate) struct Options {
+    pub(crate) service_token: Option<&'static str>,
+    pub(crate) admin_token: Option<&'static str>,
+    pub(crate) extra_env: Vec<(&'static str, String)>,
+    /// Reuse this data folder (a second server on the same database).
+    pub(crate) data_dir: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            service_token: Some(TOKEN),
+            admin_token: Some(ADMIN_TOKEN),
+            extra_env: Vec::new(),
+            data_dir: None,
+        }
+    }
+}
+
+/// A running server.
+pub(crate) struct TestApp {
+    pub(crate) addr: SocketAddr,
+    pub(crate) state: AppState,
+    pub(crate) data_dir: PathBuf,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) task: JoinHandle<anyhow::Result<()>>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// The configuration a test server runs with.
+pub(crate) fn test_config(options: &Options, data_dir: &std::path::Path) -> Config {
+    let mut env: Vec<(OsString, OsString)> = vec![
+        ("ACDM_LISTEN_ADDR".into(), "127.0.0.1:0".into()),
+        ("ACDM_DATA_DIR".into(), data_dir.as_os_str().to_owned()),
+        ("ACDM_SCOPE_POLL_MILLIS".into(), "100".into()),
+        ("ACDM_SHUTDOWN_GRACE_SECONDS".into(), "2".into()),
+    ];
+    if let Some(token) = options.service_token {
+        env.push(("ACDM_MCP_SERVICE_TOKEN".into(), token.into()));
+    }
+    if let Some(token) = options.admin_token {
+        env.push(("ACDM_ADMIN_TOKEN".into(), token.into()));
+    }
+    for (k, v) in &options.extra_env {
+        env.push(((*k).into(), v.into()));
+    }
+    Config::load_from(None, env).expect("test configuration is valid")
+}
+
+pub(crate) fn init_test_log() {
+    if std::env::var_os("TEST_LOG").is_some() {
+        let settings = acdm_backend::config::LogSettings {
+            format: acdm_backend::config::LogFormat::Pretty,
+            filter: Some("debug".to_owned()),
+        };
+        acdm_backend::telemetry::init(&settings, "debug");
+    }
+}
+
+pub(crate) async fn spawn_app(options: Options) -> TestApp {
+    init_test_log();
+    let (dir, data_dir) = match &options.data_dir {
+        Some(path) => (None, path.clone()),
+        None => {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().to_owned();
+            (Some(dir), path)
+        }
+    };
+    let config = test_config(&options, &data_dir);
+    let app = Application::build(&config).await.expect("the app builds");
+    let addr = app.local_addr().unwrap();
+    let state = app.state().clone();
+    let shutdown = app.shutdown_token();
+    let task = tokio::spawn(app.run_until_stopped());
+    TestApp {
+        addr,
+        state,
+        data_dir,
+        shutdown,
+        task,
+        _dir: dir,
+    }
+}
+
+impl TestApp {
+    /// Stops the server and waits for it.
+    pub(crate) async fn stop(self) {
+        self.shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("stops in time")
+            .unwrap()
+            .unwrap();
+    }
+
+    pub(crate) async fn send(&self, request: Req<'_>) -> Resp {
+        send(self.addr, request).await
+    }
+}
+
+/// A request, written byte for byte.
+#[derive(Clone, Copy)]
+pub(crate) struct Req<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) path: &'a str,
+    pub(crate) headers: &'a [(&'a str, &'a str)],
+    pub(crate) body: Option<&'a str>,
+}
+
+impl<'a> Req<'a> {
+    pub(crate) fn get(path: &'a str) -> Self {
+        Self {
+            method: "GET",
+            path,
+            headers: &[],
+            body: None,
+        }
+    }
+
+    pub(crate) fn new(method: &'a str, path: &'a str) -> Self {
+        Self {
+            method,
+            ..Self::get(path)
+        }
+    }
+
+    pub(crate) fn headers(self, headers: &'a [(&'a str, &'a str)]) -> Self {
+        Self { headers, ..self }
+    }
+
+    pub(crate) fn json(self, body: &'a str) -> Self {
+        Self {
+            body: Some(body),
+            ..self
+        }
+    }
+}
+
+/// A response.
+#[derive(Debug)]
+pub(crate) struct Resp {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
+}
+
+impl Resp {
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
+    }
+
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+pub(crate) async fn send(addr: SocketAddr, request: Req<'_>) -> Resp {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let mut raw = format!(
+        "{} {} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n",
+        request.method,
+        request.path,
+        addr.port()
+    );
+    for (name, value) in request.headers {
+        raw.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if let Some(body) = request.body {
+        raw.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    raw.push_str("\r\n");
+    if let Some(body) = request.body {
+        raw.push_str(body);
+    }
+    stream.write_all(raw.as_bytes()).await.unwrap();
+    let mut bytes = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut bytes))
+        .await
+        .expect("response in time")
+        .unwrap();
+    parse_response(&bytes)
+}
+
+fn parse_response(bytes: &[u8]) -> Resp {
+    let text = String::from_utf8_lossy(bytes);
+    let (head, body) = text.split_once("\r\n\r\n").expect("a complete response");
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap();
+    let status = status_line.split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Resp {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = &rest[size + 2..];
+    }
+    out
+}
+
+pub(crate) fn auth() -> [(&'static str, &'static str); 1] {
+    [("X-ACDM-Service-Auth", TOKEN)]
+}
+
+pub(crate) const BEARER: &str = "Bearer adm-fedcba9876543210fedcba9876543210";

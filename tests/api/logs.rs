@@ -1,0 +1,78 @@
+//! No secret reaches a log line, even at TRACE level.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use tracing_subscriber::fmt::MakeWriter;
+
+use crate::helpers::{ADMIN_TOKEN, BEARER, Options, Req, TOKEN, spawn_app};
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for Capture {
+    type Writer = Capture;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn tokens_never_appear_in_logs_at_trace_level() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter("trace")
+        .with_current_span(true)
+        .with_span_list(true)
+        .with_writer(capture.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let app = spawn_app(Options::default()).await;
+    let near_miss = format!("{}X", &TOKEN[..TOKEN.len() - 1]);
+    let service = [("X-ACDM-Service-Auth", TOKEN)];
+    let wrong = [("X-ACDM-Service-Auth", near_miss.as_str())];
+    let admin = [("Authorization", BEARER)];
+    app.send(Req::new("POST", "/mcp").headers(&service)).await;
+    app.send(Req::new("POST", "/agent-tools/nc/read").headers(&wrong))
+        .await;
+    app.send(
+        Req::new("POST", "/admin/projects")
+            .headers(&admin)
+            .json(r#"{"slug":"alpha","name":"Alpha"}"#),
+    )
+    .await;
+    app.send(Req::get("/admin/projects").headers(&service))
+        .await;
+    app.stop().await;
+
+    let logs = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("request finished"),
+        "the capture works: {logs}"
+    );
+    assert!(logs.contains("service_auth_failed"));
+    for secret in [
+        TOKEN,
+        ADMIN_TOKEN,
+        near_miss.as_str(),
+        "x-acdm-service-auth",
+        "authorization",
+    ] {
+        assert!(
+            !logs.to_lowercase().contains(&secret.to_lowercase()),
+            "{secret} appears in the logs"
+        );
+    }
+}

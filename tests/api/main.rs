@@ -1,0 +1,20 @@
+//! Black-box tests of the acdm-backend service over real sockets: the
+//! service gate, health, the operator API, logging, shutdown and the
+//! command line. Set `TEST_LOG=1` to see the servers' logs.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::print_stderr,
+    reason = "tests fail loudly and report what they measured"
+)]
+
+mod admin;
+mod cli;
+mod gate;
+mod health;
+mod helpers;
+mod lifecycle;
+mod logs;
