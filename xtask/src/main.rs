@@ -1,0 +1,60 @@
+//! `cargo xtask`: the single home of the project's automation.
+//!
+//! Written in Rust so it runs wherever cargo does, with no shell scripts or
+//! extra tools. Each subcommand lives in its own module:
+//!
+//! - `tidy`: the architecture checks (module [`tidy`]), also run by
+//!   `cargo test -p xtask`;
+//! - `test`: the project's whole test suite (module [`suite`]).
+//!
+//! This file only parses the command line and dispatches.
+
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "xtask is a command-line tool: printing its report is its job"
+)]
+
+mod metadata;
+mod suite;
+mod tidy;
+
+use std::process::ExitCode;
+
+/// The usage text for `cargo xtask help`, no arguments, or a bad command.
+const USAGE: &str = "\
+Usage: cargo xtask <command> [args]
+
+Commands:
+  tidy             Run the architecture checks (crate edges, forbidden dependencies,
+                   env reads, module docs, workspace lints, architecture doc)
+  test [-- ARGS]   Run the whole test suite: nextest (or cargo test) and doctests;
+                   ARGS go to the nextest/cargo test command
+  help             Show this message
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    let Some((command, rest)) = args.split_first() else {
+        print!("{USAGE}");
+        return ExitCode::SUCCESS;
+    };
+    match command.as_str() {
+        "tidy" => tidy::main(rest),
+        "test" => suite::main(rest),
+        "help" | "-h" | "--help" => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        other => usage_error(&format!("unknown command `{other}`")),
+    }
+}
+
+/// Reports a command-line mistake with the usage text; exits with status 2.
+pub(crate) fn usage_error(message: &str) -> ExitCode {
+    eprintln!("error: {message}\n\n{USAGE}");
+    ExitCode::from(2)
+}
