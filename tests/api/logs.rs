@@ -63,6 +63,10 @@ async fn tokens_never_appear_in_logs_at_trace_level() {
         "the capture works: {logs}"
     );
     assert!(logs.contains("service_auth_failed"));
+    assert!(
+        logs.contains("admin_auth_failed"),
+        "the refusal is named in the span"
+    );
     for secret in [
         TOKEN,
         ADMIN_TOKEN,

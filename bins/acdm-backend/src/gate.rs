@@ -20,15 +20,13 @@
 //! A gated or operator request carrying `Origin` (a browser) is refused
 //! with 403: no browser is a client, and no CORS is offered.
 
-use acdm_bff::envelope::failure;
+use acdm_bff::envelope::{Outcome, failure};
 use acdm_core::{ErrorCode, TokenDigest};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
-
-use crate::http::Outcome;
 
 /// `X-ACDM-Service-Auth`, as `http` spells header names (lowercase).
 pub const SERVICE_AUTH: HeaderName = HeaderName::from_static("x-acdm-service-auth");

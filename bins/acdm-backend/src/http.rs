@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use acdm_bff::envelope::{failure, internal_message};
+use acdm_bff::envelope::{Outcome, failure, internal_message};
 use acdm_core::{ErrorCode, RequestId};
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -17,11 +17,6 @@ use tracing::field::Empty;
 
 /// The request/response header carrying the request id.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-
-/// What the request span records about who refused a request, when it was
-/// refused before reaching a handler.
-#[derive(Debug, Clone, Copy)]
-pub struct Outcome(pub &'static str);
 
 /// Takes the caller's `X-Request-Id` when it is well-formed, else makes
 /// one; stores it in the request extensions and echoes it on the response.

@@ -21,7 +21,7 @@ use axum::routing::{delete, get, post};
 use axum::{Extension, Router};
 use serde::{Deserialize, Serialize};
 
-use crate::envelope::{Envelope, Failure, failure};
+use crate::envelope::{Envelope, Failure, Outcome, failure};
 use crate::extract::{StrictJson, path_param};
 
 /// What the operator API needs.
@@ -92,7 +92,6 @@ async fn require_admin_token(
     if presented.is_some_and(|token| state.token.matches(&token)) {
         return next.run(req).await;
     }
-    tracing::Span::current().record("outcome", "admin_auth_failed");
     let mut response = failure(
         ErrorCode::Unauthorized,
         "the operator API needs `Authorization: Bearer <ACDM_ADMIN_TOKEN>`; the service token does not open it",
@@ -101,6 +100,9 @@ async fn require_admin_token(
         header::WWW_AUTHENTICATE,
         HeaderValue::from_static("Bearer realm=\"acdm-admin\""),
     );
+    response
+        .extensions_mut()
+        .insert(Outcome("admin_auth_failed"));
     response
 }
 

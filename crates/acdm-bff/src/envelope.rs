@@ -10,6 +10,12 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+/// Why a request was refused before a handler ran (`service_auth_failed`,
+/// `admin_auth_failed`, …), set as a response extension so the request
+/// span's `outcome` says so instead of a bare status class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome(pub &'static str);
+
 /// A [`ToolResponse`] ready to be sent: HTTP status of its code, JSON body,
 /// `Cache-Control: no-store`.
 #[derive(Debug)]

@@ -107,11 +107,7 @@ pub(crate) async fn connect(config: &DatabaseConfig) -> Result<Pool, StoreError>
         DatabaseTarget::Postgres { url } => {
             // The parse error may quote the URL; never pass it on.
             let options = PgConnectOptions::from_str(url.expose_secret())
-                .map_err(|_| {
-                    StoreError::Unavailable(sqlx::Error::Configuration(
-                        "DATABASE_URL is not a valid PostgreSQL URL".into(),
-                    ))
-                })?
+                .map_err(|_| StoreError::Config("DATABASE_URL is not a valid PostgreSQL URL"))?
                 .application_name("acdm-backend")
                 .options([("statement_timeout", "30s"), ("lock_timeout", "10s")]);
             let pool = PgPoolOptions::new()

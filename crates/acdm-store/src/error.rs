@@ -34,6 +34,10 @@ pub enum StoreError {
         /// What failed to parse.
         detail: String,
     },
+    /// The database settings cannot be used (for example an unparsable
+    /// PostgreSQL URL). Never contains the URL.
+    #[error("{0}")]
+    Config(&'static str),
     /// The SQLite file's folder could not be created.
     #[error("cannot create the database folder {}", path.display())]
     Prepare {

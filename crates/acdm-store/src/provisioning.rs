@@ -49,16 +49,25 @@ struct ProjectRow {
     created_at: DateTime<Utc>,
 }
 
+/// Parses the identifying columns of a `projects` row.
+fn project_ref(id: &str, slug: &str, name: &str) -> Result<ProjectRef, StoreError> {
+    let bad = |detail: String| StoreError::corrupt("projects", detail);
+    Ok(ProjectRef {
+        id: id
+            .parse::<ProjectId>()
+            .map_err(|e| bad(format!("id: {e}")))?,
+        slug: ProjectSlug::parse(slug).map_err(|e| bad(format!("slug: {e}")))?,
+        name: ProjectName::parse(name).map_err(|e| bad(format!("name: {e}")))?,
+    })
+}
+
 impl ProjectRow {
     fn into_domain(self) -> Result<Project, StoreError> {
-        let bad = |detail: String| StoreError::corrupt("projects", detail);
+        let ProjectRef { id, slug, name } = project_ref(&self.id, &self.slug, &self.name)?;
         Ok(Project {
-            id: self
-                .id
-                .parse::<ProjectId>()
-                .map_err(|e| bad(format!("id: {e}")))?,
-            slug: ProjectSlug::parse(&self.slug).map_err(|e| bad(format!("slug: {e}")))?,
-            name: ProjectName::parse(&self.name).map_err(|e| bad(format!("name: {e}")))?,
+            id,
+            slug,
+            name,
             created_at: self.created_at,
         })
     }
@@ -564,17 +573,8 @@ impl Store {
             .fetch_optional(p)
             .await?
         });
-        row.map(|(id, slug, name)| {
-            ProjectRow {
-                id,
-                slug,
-                name,
-                created_at: DateTime::<Utc>::UNIX_EPOCH,
-            }
-            .into_domain()
-            .map(|p| p.to_ref())
-        })
-        .transpose()
+        row.map(|(id, slug, name)| project_ref(&id, &slug, &name))
+            .transpose()
     }
 
     /// The scope epoch: it moves whenever any agent mount changes.

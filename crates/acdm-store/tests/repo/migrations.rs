@@ -39,3 +39,16 @@ async fn the_backend_is_reported_and_the_sqlite_file_is_created() {
         db.finish().await;
     }
 }
+
+#[tokio::test]
+async fn an_unparsable_postgres_url_is_a_configuration_error_that_hides_the_url() {
+    use acdm_store::{DatabaseConfig, DatabaseTarget, Store, StoreError};
+    let url = secrecy::SecretString::from("postgres://user:hunter2@db:notaport/acdm");
+    let target = DatabaseTarget::from_url(&url).unwrap();
+    let err = Store::connect(&DatabaseConfig::new(target))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Config(_)), "{err:?}");
+    assert!(!err.is_unavailable(), "not retryable");
+    assert!(!format!("{err:?} {err}").contains("hunter2"));
+}
