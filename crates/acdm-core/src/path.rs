@@ -276,6 +276,26 @@ impl AbsPath {
         Self { segments }
     }
 
+    /// This path with one more segment named exactly `name` (a name read
+    /// from a directory listing). Fails when `name` is not a valid segment
+    /// or is not already in NFC form (it could not be addressed again).
+    pub fn join_name(&self, name: &str) -> Result<AbsPath, PathError> {
+        let segments = parse_segments(name)?;
+        match segments.as_slice() {
+            [only] if only == name && text::nfc(name) == name => {
+                let mut path = self.clone();
+                path.segments.push(name.to_owned());
+                Ok(path)
+            }
+            [_] => Err(PathError::Segment {
+                position: 1,
+                preview: preview(name),
+                reason: SegmentError::Lookalike,
+            }),
+            _ => Err(PathError::EmptySegment),
+        }
+    }
+
     /// The path with a trailing slash, as prefixes are shown to callers
     /// (`/Projects/Alpha/`).
     pub fn as_prefix(&self) -> String {
@@ -531,6 +551,33 @@ mod tests {
         // Unicode: NFD input matches an NFC prefix, as Nextcloud would see it.
         check_prefix("/base/Café", "/base/Cafe\u{301}/x.md", Ok("x.md"));
         check_prefix("/", "/anything/x", Ok("anything/x"));
+    }
+
+    #[test]
+    fn join_name_accepts_exactly_one_plain_segment() {
+        let base = AbsPath::parse("/Projects").unwrap();
+        assert_eq!(
+            base.join_name("Alpha").unwrap().to_string(),
+            "/Projects/Alpha"
+        );
+        assert_eq!(
+            AbsPath::root().join_name("x.md").unwrap().to_string(),
+            "/x.md"
+        );
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a\\b",
+            "cafe\u{301}",
+            "x%2e",
+            "trail.",
+        ] {
+            assert!(base.join_name(bad).is_err(), "{bad:?}");
+        }
+        // `.` alone is dropped by the segment parser: it is not a name.
+        assert!(base.join_name("./").is_err());
     }
 
     #[test]
