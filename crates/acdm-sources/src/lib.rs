@@ -1,10 +1,176 @@
 //! acdm-sources: where knowledge and files come from.
 //!
-//! **Filled by the sources issue** ("acdm-sources: GitLab wiki, Nextcloud
-//! WebDAV and unified search clients, plus local-folder sources"): the wiki
-//! source, file store and file search traits, their GitLab, WebDAV/OCS and
-//! local-folder implementations, and the one upstream HTTP client builder.
-//! Until then this crate is intentionally empty.
+//! Three ports, used by the MCP and BFF adapters:
+//!
+//! - [`WikiSource`]: search and read the wiki (GitLab, or a local folder);
+//! - [`FileStore`]: the project files (Nextcloud WebDAV, or a local folder);
+//! - [`FileSearch`]: find files under a folder (Nextcloud unified search, or
+//!   a local walk).
+//!
+//! Each has a real implementation and a local-folder one with the same
+//! semantics; one contract suite (`tests/contract`) runs against all of
+//! them. Every upstream call goes through [`http::HttpClient`]. Errors are
+//! [`SourceError`]s whose messages never contain a credential or an
+//! upstream URL.
+//!
+//! Paths: files are addressed by [`AbsPath`] (absolute in the store's user
+//! tree: `/Projects/Alpha/notes.md`), wiki files by [`RelPath`] (in the
+//! repository). URLs are built one percent-encoded segment at a time from
+//! their validated segments.
 //!
 //! **Architecture invariant:** depends on acdm-core only among workspace
 //! crates; knows nothing of axum, MCP or the database.
+
+pub mod error;
+pub mod gitlab;
+pub mod http;
+pub mod local;
+pub mod model;
+pub mod nextcloud;
+
+use acdm_core::{AbsPath, RelPath};
+use async_trait::async_trait;
+use bytes::Bytes;
+
+pub use error::SourceError;
+pub use model::{
+    ByteStream, ETag, Entry, EntryKind, FileHit, GitRef, Precondition, ReadRange, ReadStream,
+    WikiHit, WikiQuery, WikiSearch, WikiWindow, Window, WriteOutcome,
+};
+
+/// The wiki: readable by all, searched and read by path at a ref.
+#[async_trait]
+pub trait WikiSource: Send + Sync {
+    /// `gitlab` or `local`, for health reports.
+    fn kind(&self) -> &'static str;
+
+    /// A cheap call proving the source works (credentials, project).
+    async fn check(&self) -> Result<(), SourceError>;
+
+    /// Searches file names and contents; file-name matches first.
+    async fn search(&self, query: &WikiQuery) -> Result<WikiSearch, SourceError>;
+
+    /// Reads a window of a file at `git_ref` (the default branch when `None`).
+    async fn read(
+        &self,
+        path: &RelPath,
+        git_ref: Option<&GitRef>,
+        range: ReadRange,
+    ) -> Result<WikiWindow, SourceError>;
+}
+
+/// Project files, with WebDAV semantics on every implementation.
+#[async_trait]
+pub trait FileStore: Send + Sync {
+    /// `nextcloud` or `local`, for health reports.
+    fn kind(&self) -> &'static str;
+
+    /// A cheap call proving the store works (credentials, root).
+    async fn check(&self) -> Result<(), SourceError>;
+
+    /// One file or folder.
+    async fn stat(&self, path: &AbsPath) -> Result<Entry, SourceError>;
+
+    /// The entries of a folder (one level, without the folder itself),
+    /// sorted by name. A file is a `Conflict`.
+    async fn list(&self, folder: &AbsPath) -> Result<Vec<Entry>, SourceError>;
+
+    /// Streams a window of a file. A window starting at or past the end is
+    /// empty (with the size). Nothing is buffered beyond a chunk.
+    async fn read(&self, path: &AbsPath, range: ReadRange) -> Result<ReadStream, SourceError>;
+
+    /// Writes a whole file. The parent folder must exist (`Conflict`
+    /// otherwise); `precondition` guards against lost updates.
+    async fn write(
+        &self,
+        path: &AbsPath,
+        content: Bytes,
+        precondition: &Precondition,
+    ) -> Result<WriteOutcome, SourceError>;
+
+    /// Deletes a file, or a folder with everything in it.
+    async fn delete(&self, path: &AbsPath, if_match: Option<&ETag>) -> Result<(), SourceError>;
+
+    /// Moves a file or folder. Without `overwrite`, an existing destination
+    /// is `PreconditionFailed`; a missing destination parent is `Conflict`.
+    async fn move_to(
+        &self,
+        from: &AbsPath,
+        to: &AbsPath,
+        overwrite: bool,
+    ) -> Result<(), SourceError>;
+
+    /// Copies a file or folder; same rules as [`FileStore::move_to`].
+    async fn copy_to(
+        &self,
+        from: &AbsPath,
+        to: &AbsPath,
+        overwrite: bool,
+    ) -> Result<(), SourceError>;
+
+    /// Creates a folder and any missing parents; an existing folder is fine,
+    /// a file in the way is `Conflict`.
+    async fn make_folders(&self, folder: &AbsPath) -> Result<(), SourceError>;
+}
+
+/// Finding files by name (and, where the source can, by content).
+#[async_trait]
+pub trait FileSearch: Send + Sync {
+    /// `nextcloud` or `local`, for health reports.
+    fn kind(&self) -> &'static str;
+
+    /// Up to `limit` hits, all inside `scope` — whatever the source returns.
+    async fn search(
+        &self,
+        term: &str,
+        limit: usize,
+        scope: &AbsPath,
+    ) -> Result<Vec<FileHit>, SourceError>;
+}
+
+/// The three sources a server runs with, as shared trait objects.
+#[derive(Clone)]
+pub struct Sources {
+    /// The wiki.
+    pub wiki: std::sync::Arc<dyn WikiSource>,
+    /// The project files.
+    pub files: std::sync::Arc<dyn FileStore>,
+    /// File search.
+    pub search: std::sync::Arc<dyn FileSearch>,
+}
+
+impl std::fmt::Debug for Sources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sources")
+            .field("wiki", &self.wiki.kind())
+            .field("files", &self.files.kind())
+            .field("search", &self.search.kind())
+            .finish()
+    }
+}
+
+/// The rules every store applies to a move or copy before touching
+/// anything, so all implementations refuse the same requests the same way.
+pub(crate) fn check_transfer(from: &AbsPath, to: &AbsPath) -> Result<(), SourceError> {
+    if from.segments().is_empty() || to.segments().is_empty() {
+        return Err(SourceError::Conflict(
+            "the root folder cannot be moved or copied, or replaced".to_owned(),
+        ));
+    }
+    if from == to {
+        return Err(SourceError::Conflict(
+            "source and destination are the same".to_owned(),
+        ));
+    }
+    if from.contains(to) {
+        return Err(SourceError::Conflict(
+            "a folder cannot be moved or copied into itself".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// A path for messages: absolute in the store, never a URL.
+pub(crate) fn shown(path: &AbsPath) -> String {
+    path.to_string()
+}

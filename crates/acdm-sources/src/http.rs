@@ -1,0 +1,321 @@
+//! The one HTTP client every upstream call goes through.
+//!
+//! Timeouts are explicit (reqwest has none by default), redirects are never
+//! followed (a redirect to another host would carry our credentials), TLS
+//! is rustls with the webpki roots, and retries are bounded: only
+//! idempotent requests, only on transient outcomes (connection failures,
+//! timeouts, 502/503/504, 429/503 with a short `Retry-After`), with
+//! exponential backoff and full jitter inside the request's time budget.
+//! Transport errors are turned into [`SourceError`]s without the URL.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::{Client, RequestBuilder, Response, StatusCode, header};
+
+use crate::error::SourceError;
+
+/// Settings shared by every upstream client.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// Time to establish a connection.
+    pub connect_timeout: Duration,
+    /// Longest silence while reading a response.
+    pub read_timeout: Duration,
+    /// Budget for a whole call, retries included.
+    pub timeout: Duration,
+    /// Extra attempts for idempotent requests (0 = none).
+    pub retries: u32,
+    /// First backoff delay; doubled per attempt, with full jitter.
+    pub backoff: Duration,
+    /// Longest `Retry-After` we wait for ourselves before giving up and
+    /// reporting the rate limit.
+    pub max_retry_after: Duration,
+    /// `User-Agent` sent upstream.
+    pub user_agent: String,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(5),
+            read_timeout: Duration::from_secs(15),
+            timeout: Duration::from_secs(30),
+            retries: 2,
+            backoff: Duration::from_millis(100),
+            max_retry_after: Duration::from_secs(2),
+            user_agent: format!("acdm-backend/{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+/// Whether a request may be sent twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Idempotency {
+    /// Reads (GET, PROPFIND, search): retried on transient failures.
+    Read,
+    /// Writes: sent once. A failed write is re-checked by its caller, never
+    /// blindly repeated.
+    Write,
+}
+
+/// The upstream HTTP client.
+#[derive(Debug, Clone)]
+pub struct HttpClient {
+    client: Client,
+    settings: Arc<HttpSettings>,
+}
+
+impl HttpClient {
+    /// Builds the client.
+    pub fn new(settings: HttpSettings) -> Result<Self, SourceError> {
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|_| SourceError::NotConfigured("TLS could not be set up".to_owned()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        #[allow(clippy::disallowed_methods, reason = "this is the one blessed builder")]
+        let client = Client::builder()
+            .tls_backend_preconfigured(tls)
+            .connect_timeout(settings.connect_timeout)
+            .read_timeout(settings.read_timeout)
+            .timeout(settings.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(settings.user_agent.clone())
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|_| {
+                SourceError::NotConfigured("the HTTP client could not be built".to_owned())
+            })?;
+        Ok(Self {
+            client,
+            settings: Arc::new(settings),
+        })
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &HttpSettings {
+        &self.settings
+    }
+
+    /// Sends the request `build` makes (called once per attempt) and
+    /// returns the response, whatever its status; statuses are mapped by
+    /// the caller, which knows the protocol. `Read`s are retried on
+    /// transient outcomes within the time budget.
+    pub(crate) async fn send(
+        &self,
+        source_name: &'static str,
+        idempotency: Idempotency,
+        build: impl Fn(&Client) -> RequestBuilder,
+    ) -> Result<Response, SourceError> {
+        let started = Instant::now();
+        let attempts = match idempotency {
+            Idempotency::Read => self.settings.retries + 1,
+            Idempotency::Write => 1,
+        };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let outcome = build(&self.client).send().await;
+            let last = attempt >= attempts;
+            let delay = match &outcome {
+                Ok(response) => match retry_delay(response, &self.settings) {
+                    Some(delay) if !last => delay,
+                    _ => return outcome.map_err(|e| transport_error(source_name, e)),
+                },
+                Err(error) if !last && is_transient(error) => self.backoff(attempt),
+                Err(_) => return outcome.map_err(|e| transport_error(source_name, e)),
+            };
+            if started.elapsed() + delay >= self.settings.timeout {
+                return outcome.map_err(|e| transport_error(source_name, e));
+            }
+            tracing::debug!(
+                source = source_name,
+                attempt,
+                delay_ms = delay.as_millis() as u64,
+                "retrying upstream call"
+            );
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// Full-jitter exponential backoff: a random delay up to base × 2^(n−1),
+    /// capped at 2 s.
+    fn backoff(&self, attempt: u32) -> Duration {
+        let ceiling = self
+            .settings
+            .backoff
+            .saturating_mul(1 << attempt.saturating_sub(1).min(5))
+            .min(Duration::from_secs(2));
+        let millis = u64::try_from(ceiling.as_millis()).unwrap_or(2000).max(1);
+        Duration::from_millis(fastrand::u64(0..=millis))
+    }
+}
+
+/// A transient failure worth another attempt.
+fn is_transient(error: &reqwest::Error) -> bool {
+    error.is_connect() || error.is_timeout() || (error.is_request() && !error.is_builder())
+}
+
+/// How long to wait before retrying this response, if it is worth retrying.
+fn retry_delay(response: &Response, settings: &HttpSettings) -> Option<Duration> {
+    match response.status() {
+        StatusCode::BAD_GATEWAY | StatusCode::GATEWAY_TIMEOUT => Some(settings.backoff),
+        StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS => {
+            match retry_after(response.headers()) {
+                Some(after) if after <= settings.max_retry_after => Some(after),
+                Some(_) => None,
+                None if response.status() == StatusCode::SERVICE_UNAVAILABLE => {
+                    Some(settings.backoff)
+                }
+                None => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is read as "soon"), or
+/// GitLab's `RateLimit-Reset` (Unix seconds).
+pub(crate) fn retry_after(headers: &header::HeaderMap) -> Option<Duration> {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(value) = text("retry-after") {
+        return Some(match value.parse::<u64>() {
+            Ok(seconds) => Duration::from_secs(seconds),
+            Err(_) => Duration::from_secs(1),
+        });
+    }
+    let reset = text("ratelimit-reset")?.parse::<i64>().ok()?;
+    let now = chrono::Utc::now().timestamp();
+    Some(Duration::from_secs(u64::try_from(reset - now).unwrap_or(0)))
+}
+
+/// A transport failure, in our words and without the URL.
+pub(crate) fn transport_error(source_name: &'static str, error: reqwest::Error) -> SourceError {
+    let error = error.without_url();
+    if error.is_timeout() {
+        SourceError::Timeout(source_name)
+    } else if error.is_connect() {
+        SourceError::upstream(source_name, None, "cannot connect")
+    } else if error.is_body() || error.is_decode() {
+        SourceError::upstream(
+            source_name,
+            None,
+            "the connection broke while reading the response",
+        )
+    } else if error.is_redirect() {
+        SourceError::upstream(source_name, None, "unexpected redirect")
+    } else {
+        SourceError::upstream(source_name, None, "the request failed")
+    }
+}
+
+/// Reads a whole (small) body with a size cap, so a hostile or broken
+/// upstream cannot make us buffer without bound.
+pub(crate) async fn read_capped(
+    source_name: &'static str,
+    mut response: Response,
+    cap: usize,
+) -> Result<Vec<u8>, SourceError> {
+    if response.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(SourceError::invalid(
+            source_name,
+            format!("the response is larger than {cap} bytes"),
+        ));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| transport_error(source_name, e))?
+    {
+        if body.len() + chunk.len() > cap {
+            return Err(SourceError::invalid(
+                source_name,
+                format!("the response is larger than {cap} bytes"),
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The error for a status the caller has no specific meaning for.
+pub(crate) fn unexpected_status(
+    source_name: &'static str,
+    status: StatusCode,
+    headers: &header::HeaderMap,
+) -> SourceError {
+    match status.as_u16() {
+        300..=399 => SourceError::upstream(
+            source_name,
+            Some(status.as_u16()),
+            "unexpected redirect (not followed)",
+        ),
+        408 | 504 => SourceError::Timeout(source_name),
+        429 => SourceError::RateLimited {
+            source_name,
+            retry_after: retry_after(headers),
+        },
+        423 => SourceError::Locked {
+            message: "the resource is locked by another writer".to_owned(),
+            retry_after: retry_after(headers),
+        },
+        _ => SourceError::upstream(
+            source_name,
+            Some(status.as_u16()),
+            status
+                .canonical_reason()
+                .unwrap_or("unexpected status")
+                .to_lowercase(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_and_gitlab_reset() {
+        let mut h = header::HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after", header::HeaderValue::from_static("7"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
+        h.insert(
+            "retry-after",
+            header::HeaderValue::from_static("Wed, 21 Oct 2026 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(1)));
+        let mut h = header::HeaderMap::new();
+        let reset = chrono::Utc::now().timestamp() + 30;
+        h.insert(
+            "ratelimit-reset",
+            header::HeaderValue::from_str(&reset.to_string()).unwrap(),
+        );
+        let d = retry_after(&h).unwrap();
+        assert!(
+            d <= Duration::from_secs(30) && d >= Duration::from_secs(28),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn backoff_stays_under_its_ceiling() {
+        let client = HttpClient::new(HttpSettings::default()).unwrap();
+        for attempt in 1..10 {
+            assert!(client.backoff(attempt) <= Duration::from_secs(2));
+        }
+        assert!(client.backoff(1) <= Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,284 @@
+//! Nextcloud: the project files over WebDAV (`/remote.php/dav/files/<user>/`)
+//! and file search over the OCS unified search API.
+//!
+//! URLs for caller paths are built from validated segments with
+//! `path_segments_mut().extend` — never string joining, never `Url::join` —
+//! and checked afterwards: same origin, under the user's DAV root, one URL
+//! segment per path segment. Paths the server sends back (PROPFIND hrefs,
+//! search results) are decoded once, checked against that root and parsed
+//! with the same segment rules, so a hostile answer cannot point us outside
+//! the folder we asked about.
+
+mod dav;
+mod multistatus;
+mod search;
+
+use acdm_core::AbsPath;
+use percent_encoding::percent_decode_str;
+use reqwest::RequestBuilder;
+use secrecy::{ExposeSecret, SecretString};
+use url::Url;
+
+pub use dav::NextcloudFiles;
+pub use search::NextcloudSearch;
+
+use crate::error::SourceError;
+use crate::http::HttpClient;
+
+pub(crate) const SOURCE: &str = "Nextcloud";
+
+/// How to reach Nextcloud.
+#[derive(Debug, Clone)]
+pub struct NextcloudConfig {
+    /// Instance root (`https://cloud.example.com`, possibly with a path).
+    pub url: Url,
+    /// The service account whose files hold the projects.
+    pub user: String,
+    /// Its app password; `None` makes every call `NotConfigured`.
+    pub app_password: Option<SecretString>,
+}
+
+/// Basic credentials for one call.
+#[derive(Clone, Copy)]
+pub(crate) struct Credentials<'a> {
+    user: &'a str,
+    password: &'a str,
+}
+
+impl Credentials<'_> {
+    /// Adds them to a request (reqwest marks the header sensitive, so it is
+    /// never logged).
+    pub(crate) fn apply(self, request: RequestBuilder) -> RequestBuilder {
+        request.basic_auth(self.user, Some(self.password))
+    }
+}
+
+/// The shared part of the WebDAV and search clients.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    http: HttpClient,
+    /// `…/remote.php/dav/files/<user>` (no trailing slash).
+    dav_root: Url,
+    /// The decoded segments of `dav_root`'s path.
+    dav_root_segments: Vec<String>,
+    /// `…/ocs/v2.php/search/providers/files/search`.
+    search_url: Url,
+    user: String,
+    password: Option<SecretString>,
+}
+
+impl Endpoint {
+    pub(crate) fn new(config: NextcloudConfig, http: HttpClient) -> Result<Self, SourceError> {
+        let with_segments = |tail: &[&str]| -> Result<Url, SourceError> {
+            let mut url = config.url.clone();
+            url.set_query(None);
+            url.set_fragment(None);
+            url.path_segments_mut()
+                .map_err(|()| {
+                    SourceError::NotConfigured("NEXTCLOUD_URL cannot be a base URL".to_owned())
+                })?
+                .pop_if_empty()
+                .extend(tail);
+            Ok(url)
+        };
+        let dav_root = with_segments(&["remote.php", "dav", "files", config.user.as_str()])?;
+        let dav_root_segments = decode_path(dav_root.path()).ok_or_else(|| {
+            SourceError::NotConfigured("NEXTCLOUD_URL has an undecodable path".to_owned())
+        })?;
+        Ok(Self {
+            search_url: with_segments(&[
+                "ocs",
+                "v2.php",
+                "search",
+                "providers",
+                "files",
+                "search",
+            ])?,
+            dav_root,
+            dav_root_segments,
+            http,
+            user: config.user,
+            password: config.app_password,
+        })
+    }
+
+    /// The service account's credentials, or `NotConfigured` before
+    /// anything is sent.
+    pub(crate) fn credentials(&self) -> Result<Credentials<'_>, SourceError> {
+        let password = self.password.as_ref().ok_or_else(|| {
+            SourceError::NotConfigured("NEXTCLOUD_APP_PASSWORD is not set".to_owned())
+        })?;
+        Ok(Credentials {
+            user: &self.user,
+            password: password.expose_secret(),
+        })
+    }
+
+    /// The WebDAV URL of `path`, built one encoded segment at a time and
+    /// checked: same origin, under the DAV root, one segment per segment.
+    pub(crate) fn url_for(&self, path: &AbsPath) -> Result<Url, SourceError> {
+        let mut url = self.dav_root.clone();
+        url.path_segments_mut()
+            .map_err(|()| {
+                SourceError::NotConfigured("NEXTCLOUD_URL cannot be a base URL".to_owned())
+            })?
+            .extend(path.segments());
+        let segments = decode_path(url.path()).unwrap_or_default();
+        let sound = url.origin() == self.dav_root.origin()
+            && segments.len() == self.dav_root_segments.len() + path.segments().len()
+            && segments.starts_with(&self.dav_root_segments)
+            && segments.get(self.dav_root_segments.len()..) == Some(path.segments());
+        if sound {
+            Ok(url)
+        } else {
+            Err(SourceError::InvalidRequest(format!(
+                "{path} cannot be addressed safely"
+            )))
+        }
+    }
+
+    /// Interprets an href from a multistatus answer as a path in the user's
+    /// tree: an absolute path or a same-origin URL, under the DAV root, each
+    /// segment decoded once and valid. Anything else is an invalid response.
+    pub(crate) fn path_of_href(&self, href: &str) -> Result<AbsPath, SourceError> {
+        let outside = || {
+            SourceError::invalid(
+                SOURCE,
+                "the server listed a path outside the requested folder",
+            )
+        };
+        let raw_path = if href.starts_with("http://") || href.starts_with("https://") {
+            let url = Url::parse(href).map_err(|_| outside())?;
+            if url.origin() != self.dav_root.origin() {
+                return Err(outside());
+            }
+            url.path().to_owned()
+        } else if href.starts_with('/') {
+            href.split(['?', '#']).next().unwrap_or_default().to_owned()
+        } else {
+            return Err(outside());
+        };
+        let segments = decode_path(&raw_path).ok_or_else(outside)?;
+        let rest = segments
+            .strip_prefix(self.dav_root_segments.as_slice())
+            .ok_or_else(outside)?;
+        rest.iter()
+            .try_fold(AbsPath::root(), |path, segment| path.join_name(segment))
+            .map_err(|_| outside())
+    }
+
+    pub(crate) fn http(&self) -> &HttpClient {
+        &self.http
+    }
+
+    pub(crate) fn search_url(&self) -> &Url {
+        &self.search_url
+    }
+}
+
+/// Splits an encoded URL path into decoded segments (strict UTF-8), dropping
+/// the leading empty segment and one trailing empty segment (a folder's
+/// trailing slash). `None` when a segment does not decode.
+fn decode_path(path: &str) -> Option<Vec<String>> {
+    let trimmed = path.strip_prefix('/').unwrap_or(path);
+    let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
+    if trimmed.is_empty() {
+        return Some(Vec::new());
+    }
+    trimmed
+        .split('/')
+        .map(|segment| {
+            percent_decode_str(segment)
+                .decode_utf8()
+                .ok()
+                .map(|s| s.into_owned())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::HttpSettings;
+
+    fn endpoint(base: &str, user: &str) -> Endpoint {
+        Endpoint::new(
+            NextcloudConfig {
+                url: Url::parse(base).unwrap(),
+                user: user.to_owned(),
+                app_password: Some(SecretString::from("app-password")),
+            },
+            HttpClient::new(HttpSettings::default()).unwrap(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn urls_encode_each_segment_and_stay_under_the_user_root() {
+        let e = endpoint("https://cloud.example.com/", "alice");
+        let check = |path: &str, expected: &str| {
+            let url = e.url_for(&AbsPath::parse(path).unwrap()).unwrap();
+            assert_eq!(url.as_str(), expected, "{path}");
+        };
+        check("/", "https://cloud.example.com/remote.php/dav/files/alice");
+        check(
+            "/Projects/Alpha/notes v2.md",
+            "https://cloud.example.com/remote.php/dav/files/alice/Projects/Alpha/notes%20v2.md",
+        );
+        check(
+            "/P/a+b c#d?e;f.md",
+            "https://cloud.example.com/remote.php/dav/files/alice/P/a+b%20c%23d%3Fe;f.md",
+        );
+        check(
+            "/P/café 报告.md",
+            "https://cloud.example.com/remote.php/dav/files/alice/P/caf%C3%A9%20%E6%8A%A5%E5%91%8A.md",
+        );
+        check(
+            "/P/50% done.txt",
+            "https://cloud.example.com/remote.php/dav/files/alice/P/50%25%20done.txt",
+        );
+        let e = endpoint("https://host.example/nextcloud", "svc user");
+        let url = e.url_for(&AbsPath::parse("/Projects").unwrap()).unwrap();
+        assert_eq!(
+            url.as_str(),
+            "https://host.example/nextcloud/remote.php/dav/files/svc%20user/Projects"
+        );
+    }
+
+    #[test]
+    fn hrefs_are_decoded_once_and_must_stay_under_the_root() {
+        let e = endpoint("https://cloud.example.com", "alice");
+        let ok = |href: &str, expected: &str| {
+            assert_eq!(
+                e.path_of_href(href).unwrap().to_string(),
+                expected,
+                "{href}"
+            );
+        };
+        ok(
+            "/remote.php/dav/files/alice/Projects/Alpha/",
+            "/Projects/Alpha",
+        );
+        ok(
+            "/remote.php/dav/files/alice/Projects/Alpha/notes%20v2.md",
+            "/Projects/Alpha/notes v2.md",
+        );
+        ok("/remote.php/dav/files/alice/P/caf%c3%a9.md", "/P/café.md");
+        ok("/remote.php/dav/files/alice/P/caf%C3%A9.md", "/P/café.md");
+        ok(
+            "https://cloud.example.com/remote.php/dav/files/alice/P/x.md",
+            "/P/x.md",
+        );
+        ok("/remote.php/dav/files/alice", "/");
+        let bad = |href: &str| assert!(e.path_of_href(href).is_err(), "{href}");
+        bad("/remote.php/dav/files/alice/Projects/../../bob/x");
+        bad("/remote.php/dav/files/alice/Projects/%2e%2e/Beta");
+        bad("/remote.php/dav/files/alice/P/a%2Fb");
+        bad("/remote.php/dav/files/bob/Projects/Alpha/x.md");
+        bad("/remote.php/dav/files/alice-evil/x.md");
+        bad("https://evil.example/remote.php/dav/files/alice/x.md");
+        bad("relative/x.md");
+        bad("/remote.php/dav/files/alice/P/%ff.md");
+        bad("/remote.php/dav/files/alice/P//x.md");
+    }
+}
