@@ -5,6 +5,8 @@
 //!
 //! - `tidy`: the architecture checks (module [`tidy`]), also run by
 //!   `cargo test -p xtask`;
+//! - `bench`: speed and memory measurements (module [`bench`]);
+//! - `setup`: the external programs the tests run against (module [`setup`]);
 //! - `test`: the project's whole test suite (module [`suite`]).
 //!
 //! This file only parses the command line and dispatches.
@@ -15,7 +17,9 @@
     reason = "xtask is a command-line tool: printing its report is its job"
 )]
 
+mod bench;
 mod metadata;
+mod setup;
 mod suite;
 mod tidy;
 
@@ -28,8 +32,10 @@ Usage: cargo xtask <command> [args]
 Commands:
   tidy             Run the architecture checks (crate edges, forbidden dependencies,
                    env reads, module docs, workspace lints, architecture doc)
-  test [-- ARGS]   Run the whole test suite: nextest (or cargo test) and doctests;
-                   ARGS go to the nextest/cargo test command
+  bench [SUITE]    Run the benchmarks (release, loopback): sources
+  setup            Install the test tools (a pinned WebDAV server) into .test-tools/
+  test [-- ARGS]   Install the test tools if possible, then run the whole test suite:
+                   nextest (or cargo test) and doctests; ARGS go to the test runner
   help             Show this message
 ";
 
@@ -44,6 +50,8 @@ fn main() -> ExitCode {
     };
     match command.as_str() {
         "tidy" => tidy::main(rest),
+        "bench" => bench::main(rest),
+        "setup" => setup::main(rest),
         "test" => suite::main(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");

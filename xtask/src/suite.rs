@@ -1,6 +1,8 @@
 //! `cargo xtask test`: the project's whole test suite in one command.
 //!
-//! Runs `cargo nextest run --workspace --no-fail-fast` when cargo-nextest is
+//! First installs the test tools when it can (`cargo xtask setup`; without
+//! them the WebDAV contract tests report that they did not run). Then runs
+//! `cargo nextest run --workspace --no-fail-fast` when cargo-nextest is
 //! installed, else `cargo test --workspace --no-fail-fast`, then
 //! `cargo test --workspace --doc` (nextest does not run doctests). Arguments
 //! after `--` are appended to the nextest/test command. Every step runs even
@@ -27,6 +29,11 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     };
     let root = workspace_root();
     let cargo = cargo();
+    if let Err(error) = crate::setup::install(&root) {
+        eprintln!(
+            "xtask test: test tools not installed ({error}); WebDAV contract tests will not run"
+        );
+    }
 
     let runner: &[&str] = if has_nextest(&cargo, &root) {
         &["nextest", "run", "--workspace", "--no-fail-fast"]

@@ -1,0 +1,500 @@
+//! A misbehaving upstream in front of every client operation: stalls,
+//! resets, error statuses, truncated and dripping bodies, malformed XML and
+//! JSON, hostile hrefs, oversized bodies and redirects. Each must end in a
+//! typed error, without a panic, within the client's time budget.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use acdm_sources::gitlab::{GitLabConfig, GitLabWiki};
+use acdm_sources::http::{HttpClient, HttpSettings};
+use acdm_sources::nextcloud::{NextcloudConfig, NextcloudFiles, NextcloudSearch};
+use acdm_sources::{
+    FileSearch, FileStore, GitRef, Precondition, ReadRange, SourceError, WikiQuery, WikiSource,
+};
+use bytes::Bytes;
+use secrecy::SecretString;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::harness::abs;
+
+/// What the upstream does after reading a request.
+#[derive(Clone)]
+enum Behavior {
+    /// Never answers.
+    Stall,
+    /// Closes the connection with unread data (a reset).
+    Reset,
+    /// Answers with this status, content type and body.
+    Respond(u16, &'static str, Vec<u8>),
+    /// Announces 1000 bytes, sends 10, closes.
+    Truncated(u16),
+    /// Sends the headers, then one byte every 300 ms.
+    Drip(u16),
+    /// Redirects to this address.
+    Redirect(SocketAddr),
+}
+
+/// A loopback server that misbehaves on purpose, counting connections.
+struct FaultServer {
+    addr: SocketAddr,
+    connections: Arc<AtomicUsize>,
+}
+
+async fn read_request(stream: &mut TcpStream) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let Ok(n) = stream.read(&mut chunk).await else {
+            return;
+        };
+        if n == 0 {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            let mut have = buf.len() - end - 4;
+            while have < length {
+                let Ok(n) = stream.read(&mut chunk).await else {
+                    return;
+                };
+                if n == 0 {
+                    return;
+                }
+                have += n;
+            }
+            return;
+        }
+    }
+}
+
+fn head(status: u16, content_type: &str, length: usize) -> String {
+    format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
+    )
+}
+
+impl FaultServer {
+    async fn start(behavior: Behavior) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counter = connections.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    return;
+                };
+                counter.fetch_add(1, Ordering::SeqCst);
+                let behavior = behavior.clone();
+                tokio::spawn(async move {
+                    if matches!(behavior, Behavior::Reset) {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        drop(stream); // unread request bytes: the kernel resets
+                        return;
+                    }
+                    read_request(&mut stream).await;
+                    match behavior {
+                        Behavior::Stall => tokio::time::sleep(Duration::from_secs(60)).await,
+                        Behavior::Reset => {}
+                        Behavior::Respond(status, content_type, body) => {
+                            let _ = stream
+                                .write_all(head(status, content_type, body.len()).as_bytes())
+                                .await;
+                            let _ = stream.write_all(&body).await;
+                        }
+                        Behavior::Truncated(status) => {
+                            let _ = stream
+                                .write_all(head(status, "application/xml", 1000).as_bytes())
+                                .await;
+                            let _ = stream.write_all(b"<d:multist").await;
+                        }
+                        Behavior::Drip(status) => {
+                            let _ = stream
+                                .write_all(head(status, "application/xml", 200).as_bytes())
+                                .await;
+                            for _ in 0..200 {
+                                if stream.write_all(b" ").await.is_err() {
+                                    return;
+                                }
+                                tokio::time::sleep(Duration::from_millis(300)).await;
+                            }
+                        }
+                        Behavior::Redirect(to) => {
+                            let text = format!(
+                                "HTTP/1.1 302 Found\r\nLocation: http://{to}/remote.php/dav/files/u/x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                            );
+                            let _ = stream.write_all(text.as_bytes()).await;
+                        }
+                    }
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        Self { addr, connections }
+    }
+}
+
+/// Short budgets: 1 s of silence, 3 s per call, one retry for reads.
+fn fault_http() -> HttpClient {
+    HttpClient::new(HttpSettings {
+        connect_timeout: Duration::from_secs(1),
+        read_timeout: Duration::from_secs(1),
+        timeout: Duration::from_secs(3),
+        retries: 1,
+        backoff: Duration::from_millis(20),
+        max_retry_after: Duration::from_secs(1),
+        user_agent: "acdm-backend-fault-tests".to_owned(),
+    })
+    .unwrap()
+}
+
+/// Every client operation the service uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Stat,
+    List,
+    Read,
+    Write,
+    Delete,
+    Move,
+    MakeFolders,
+    Search,
+    WikiSearch,
+    WikiRead,
+}
+
+const ALL: &[Op] = &[
+    Op::Stat,
+    Op::List,
+    Op::Read,
+    Op::Write,
+    Op::Delete,
+    Op::Move,
+    Op::MakeFolders,
+    Op::Search,
+    Op::WikiSearch,
+    Op::WikiRead,
+];
+
+async fn run(op: Op, addr: SocketAddr) -> Result<(), SourceError> {
+    let base = url::Url::parse(&format!("http://{addr}/")).unwrap();
+    let nc = NextcloudConfig {
+        url: base.clone(),
+        user: "u".to_owned(),
+        app_password: Some(SecretString::from("p")),
+    };
+    let files = NextcloudFiles::new(nc.clone(), fault_http()).unwrap();
+    let wiki = GitLabWiki::new(
+        GitLabConfig {
+            base_url: base,
+            project: "42".to_owned(),
+            token: Some(SecretString::from("glpat-x")),
+            default_ref: GitRef::parse("main").unwrap(),
+        },
+        fault_http(),
+    )
+    .unwrap();
+    let path = abs("/Projects/Alpha/notes.md");
+    match op {
+        Op::Stat => files.stat(&path).await.map(drop),
+        Op::List => files.list(&abs("/Projects/Alpha")).await.map(drop),
+        Op::Read => {
+            let stream = files.read(&path, ReadRange::new(0, 4096)).await?;
+            stream.collect(4096).await.map(drop)
+        }
+        Op::Write => files
+            .write(&path, Bytes::from_static(b"x"), &Precondition::None)
+            .await
+            .map(drop),
+        Op::Delete => files.delete(&path, None).await,
+        Op::Move => {
+            files
+                .move_to(&path, &abs("/Projects/Alpha/other.md"), false)
+                .await
+        }
+        Op::MakeFolders => files.make_folders(&abs("/Projects/Alpha/new")).await,
+        Op::Search => NextcloudSearch::new(nc, fault_http())
+            .unwrap()
+            .search("plan", 10, &abs("/Projects/Alpha"))
+            .await
+            .map(drop),
+        Op::WikiSearch => wiki
+            .search(&WikiQuery {
+                term: "deploy".to_owned(),
+                limit: 10,
+                path_prefix: None,
+                git_ref: None,
+            })
+            .await
+            .map(drop),
+        Op::WikiRead => wiki
+            .read(
+                &acdm_core::RelPath::parse("a.md").unwrap(),
+                None,
+                ReadRange::new(0, 4096),
+            )
+            .await
+            .map(drop),
+    }
+}
+
+/// Runs `ops` against `behavior` and checks each error with `check`,
+/// within `bound`.
+async fn expect(
+    behavior: Behavior,
+    ops: &[Op],
+    bound: Duration,
+    check: impl Fn(Op, &SourceError) -> bool,
+) {
+    let server = FaultServer::start(behavior).await;
+    for &op in ops {
+        let started = Instant::now();
+        let outcome = tokio::time::timeout(Duration::from_secs(20), run(op, server.addr))
+            .await
+            .unwrap_or_else(|_| panic!("{op:?} hung"));
+        let took = started.elapsed();
+        let error = outcome.expect_err(&format!("{op:?} must fail"));
+        assert!(check(op, &error), "{op:?}: unexpected {error:?}");
+        assert!(took < bound, "{op:?} took {took:?} (bound {bound:?})");
+        let text = error.to_string();
+        assert!(
+            !text.contains("127.0.0.1") && !text.contains("glpat") && !text.contains("remote.php"),
+            "{op:?}: {text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_stalled_upstream_times_out_within_the_budget() {
+    expect(Behavior::Stall, ALL, Duration::from_millis(4500), |_, e| {
+        matches!(e, SourceError::Timeout(_))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_reset_connection_is_an_upstream_error() {
+    expect(Behavior::Reset, ALL, Duration::from_secs(2), |_, e| {
+        matches!(e, SourceError::Upstream { status: None, .. })
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn server_errors_keep_their_status() {
+    for status in [500u16, 502, 503] {
+        let body =
+            b"<html><body>Internal error, stack trace at /var/www/x.php</body></html>".to_vec();
+        expect(
+            Behavior::Respond(status, "text/html", body),
+            ALL,
+            Duration::from_secs(2),
+            |_, e| matches!(e, SourceError::Upstream { status: Some(s), .. } if *s == status),
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn a_truncated_body_is_an_upstream_error() {
+    expect(
+        Behavior::Truncated(207),
+        &[Op::Stat, Op::List],
+        Duration::from_secs(2),
+        |_, e| matches!(e, SourceError::Upstream { status: None, .. }),
+    )
+    .await;
+    expect(
+        Behavior::Truncated(200),
+        &[Op::Read, Op::Search, Op::WikiSearch, Op::WikiRead],
+        Duration::from_secs(2),
+        |_, e| matches!(e, SourceError::Upstream { status: None, .. }),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_dripping_body_is_cut_by_the_total_timeout() {
+    expect(
+        Behavior::Drip(207),
+        &[Op::Stat, Op::List],
+        Duration::from_millis(4500),
+        |_, e| matches!(e, SourceError::Timeout(_)),
+    )
+    .await;
+    expect(
+        Behavior::Drip(200),
+        &[Op::Read, Op::Search, Op::WikiSearch, Op::WikiRead],
+        Duration::from_millis(4500),
+        |_, e| matches!(e, SourceError::Timeout(_)),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn malformed_xml_and_json_are_invalid_responses() {
+    let garbage =
+        b"<d:multistatus xmlns:d=\"DAV:\"><d:response><d:href>/x</d:href><d:prop".to_vec();
+    expect(
+        Behavior::Respond(207, "application/xml", garbage),
+        &[Op::Stat, Op::List],
+        Duration::from_secs(2),
+        |_, e| matches!(e, SourceError::InvalidResponse { .. }),
+    )
+    .await;
+    expect(
+        Behavior::Respond(200, "application/json", b"{\"ocs\": [1, 2".to_vec()),
+        &[Op::Search, Op::WikiSearch],
+        Duration::from_secs(2),
+        |_, e| matches!(e, SourceError::InvalidResponse { .. }),
+    )
+    .await;
+    // JSON, but not the documented shape.
+    expect(
+        Behavior::Respond(200, "application/json", b"{\"unexpected\": true}".to_vec()),
+        &[Op::Search, Op::WikiSearch],
+        Duration::from_secs(2),
+        |_, e| matches!(e, SourceError::InvalidResponse { .. }),
+    )
+    .await;
+}
+
+fn multistatus(hrefs: &[&str]) -> Vec<u8> {
+    let mut xml = String::from(r#"<?xml version="1.0"?><d:multistatus xmlns:d="DAV:">"#);
+    for href in hrefs {
+        let kind = if href.ends_with('/') {
+            "<d:collection/>"
+        } else {
+            ""
+        };
+        xml.push_str(&format!(
+            "<d:response><d:href>{href}</d:href><d:propstat><d:prop><d:resourcetype>{kind}</d:resourcetype></d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response>"
+        ));
+    }
+    xml.push_str("</d:multistatus>");
+    xml.into_bytes()
+}
+
+#[tokio::test]
+async fn hostile_hrefs_are_invalid_responses() {
+    let cases: &[&[&str]] = &[
+        &[
+            "/remote.php/dav/files/u/Projects/Alpha/",
+            "/remote.php/dav/files/u/Projects/Alpha/../Beta/secret.md",
+        ],
+        &[
+            "/remote.php/dav/files/u/Projects/Alpha/",
+            "/remote.php/dav/files/other/Projects/Alpha/x.md",
+        ],
+        &[
+            "/remote.php/dav/files/u/Projects/Alpha/",
+            "http://evil.example/remote.php/dav/files/u/Projects/Alpha/x.md",
+        ],
+        &[
+            "/remote.php/dav/files/u/Projects/Alpha/",
+            "/remote.php/dav/files/u/Projects/Beta/x.md",
+        ],
+        &[
+            "/remote.php/dav/files/u/Projects/Alpha/",
+            "/remote.php/dav/files/u/Projects/Alpha/%2e%2e/%2e%2e/x",
+        ],
+        &[
+            "/remote.php/dav/files/u/Projects/Alpha/notes.md",
+            "/remote.php/dav/files/u/Projects/Alpha/sub/deep.md",
+        ],
+        &["relative/path"],
+    ];
+    for hrefs in cases {
+        let body = multistatus(hrefs);
+        expect(
+            Behavior::Respond(207, "application/xml", body),
+            &[Op::Stat, Op::List],
+            Duration::from_secs(2),
+            |_, e| matches!(e, SourceError::InvalidResponse { .. }),
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_refused_without_buffering_them() {
+    let huge = vec![b' '; 17 << 20];
+    expect(
+        Behavior::Respond(207, "application/xml", huge),
+        &[Op::Stat, Op::List],
+        Duration::from_secs(3),
+        |_, e| matches!(e, SourceError::InvalidResponse { .. }),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn redirects_are_never_followed() {
+    let target = FaultServer::start(Behavior::Respond(
+        200,
+        "text/plain",
+        b"should not be reached".to_vec(),
+    ))
+    .await;
+    expect(
+        Behavior::Redirect(target.addr),
+        ALL,
+        Duration::from_secs(2),
+        |_, e| {
+            matches!(
+                e,
+                SourceError::Upstream {
+                    status: Some(302),
+                    ..
+                }
+            )
+        },
+    )
+    .await;
+    assert_eq!(
+        target.connections.load(Ordering::SeqCst),
+        0,
+        "the redirect target was never contacted"
+    );
+}
+
+#[tokio::test]
+async fn rate_limits_and_locks_are_typed_and_retryable() {
+    let server = FaultServer::start(Behavior::Respond(
+        423,
+        "application/xml",
+        b"<d:error xmlns:d=\"DAV:\"/>".to_vec(),
+    ))
+    .await;
+    for op in [Op::Write, Op::Delete, Op::Move] {
+        let error = run(op, server.addr).await.unwrap_err();
+        assert!(
+            matches!(error, SourceError::Locked { .. }),
+            "{op:?}: {error:?}"
+        );
+        assert!(error.is_retryable());
+    }
+    let server = FaultServer::start(Behavior::Respond(
+        429,
+        "text/plain",
+        b"Retry later".to_vec(),
+    ))
+    .await;
+    for op in [Op::Stat, Op::Search, Op::WikiSearch, Op::WikiRead] {
+        let error = run(op, server.addr).await.unwrap_err();
+        assert!(
+            matches!(error, SourceError::RateLimited { .. }),
+            "{op:?}: {error:?}"
+        );
+    }
+}

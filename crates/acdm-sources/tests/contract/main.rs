@@ -1,0 +1,22 @@
+//! One contract suite, many back-ends: the same test functions run against
+//! the local-folder sources, the Nextcloud WebDAV client talking to a real
+//! WebDAV server (wsgidav), and the GitLab and Nextcloud-search clients
+//! talking to doubles that follow the documented wire formats. The fault
+//! tests put a misbehaving upstream in front of every client.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::print_stderr,
+    reason = "tests fail loudly and report what they measured"
+)]
+
+mod faults;
+mod files;
+mod gitlab_double;
+mod harness;
+mod ocs_double;
+mod search;
+mod wiki;

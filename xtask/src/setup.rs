@@ -1,0 +1,111 @@
+//! `cargo xtask setup`: installs the external programs the test suite runs
+//! against, into the project-local `.test-tools/` folder (never system-wide):
+//!
+//! - a real WebDAV server, wsgidav (PyPI, pinned), in a Python venv at
+//!   `.test-tools/venv`; the contract suite finds it there (or through
+//!   `ACDM_WSGIDAV`).
+//!
+//! Idempotent: a tool already at the pinned version is left alone.
+//! `cargo xtask test` runs this first and carries on without the tools when
+//! they cannot be installed (the tests that need them then say so, and fail
+//! when `ACDM_REQUIRE_WEBDAV` is set, as in CI).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+use crate::tidy::workspace_root;
+
+/// wsgidav and the WSGI server it runs on, pinned.
+const WSGIDAV: &str = "wsgidav==4.4.0";
+const CHEROOT: &str = "cheroot==11.1.2";
+const WSGIDAV_VERSION: &str = "4.4.0";
+
+/// Where the venv lives.
+pub(crate) fn venv_dir(root: &Path) -> PathBuf {
+    root.join(".test-tools").join("venv")
+}
+
+/// Entry point for `cargo xtask setup`.
+pub(crate) fn main(args: &[String]) -> ExitCode {
+    if let Some(arg) = args.first() {
+        return crate::usage_error(&format!("`setup` takes no arguments (got `{arg}`)"));
+    }
+    match install(&workspace_root()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xtask setup: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Installs what is missing; an error says what to do.
+pub(crate) fn install(root: &Path) -> Result<(), String> {
+    let venv = venv_dir(root);
+    let wsgidav = venv.join("bin").join("wsgidav");
+    if version_of(&wsgidav).as_deref() == Some(WSGIDAV_VERSION) {
+        println!(
+            "setup: wsgidav {WSGIDAV_VERSION} is installed in {}",
+            venv.display()
+        );
+        return Ok(());
+    }
+    let python = ["python3", "python"]
+        .into_iter()
+        .find(|p| quiet(Command::new(p).arg("--version")))
+        .ok_or("no python3 found; install Python 3 (with venv) to run the WebDAV tests")?;
+    if !venv.join("bin").join("pip").is_file() {
+        println!("$ {python} -m venv {}", venv.display());
+        let created = Command::new(python)
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .map_err(|e| format!("cannot run {python}: {e}"))?;
+        if !created.success() {
+            return Err(format!(
+                "`{python} -m venv` failed; install the venv module (Debian: python3-venv)"
+            ));
+        }
+    }
+    let pip = venv.join("bin").join("pip");
+    println!("$ {} install {WSGIDAV} {CHEROOT}", pip.display());
+    let installed = Command::new(&pip)
+        .args([
+            "install",
+            "--disable-pip-version-check",
+            "--quiet",
+            WSGIDAV,
+            CHEROOT,
+        ])
+        .status()
+        .map_err(|e| format!("cannot run pip: {e}"))?;
+    if !installed.success() {
+        return Err("pip could not install wsgidav (is PyPI reachable?)".to_owned());
+    }
+    match version_of(&wsgidav) {
+        Some(v) if v == WSGIDAV_VERSION => {
+            println!("setup: wsgidav {v} ready");
+            Ok(())
+        }
+        other => Err(format!(
+            "wsgidav reports version {other:?} after installing"
+        )),
+    }
+}
+
+fn quiet(command: &mut Command) -> bool {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn version_of(program: &Path) -> Option<String> {
+    let output = Command::new(program).arg("--version").output().ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
