@@ -234,3 +234,118 @@ async fn serve_stops_cleanly_on_sigterm() {
     );
     assert!(!stderr.contains(TOKEN));
 }
+
+/// Starts `acdm-backend demo` in `dir` on a free port; returns the child,
+/// the address and the service and admin tokens it printed.
+async fn start_demo(dir: &Path) -> (std::process::Child, std::net::SocketAddr, String, String) {
+    use std::io::{BufRead, BufReader};
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = Command::new(BIN)
+        .env_clear()
+        .env("ACDM_DATA_DIR", dir)
+        .env("ACDM_LISTEN_ADDR", &addr)
+        .env("ACDM_LOG_FORMAT", "json")
+        .arg("demo")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(dir.join("demo.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    // Read the banner for the tokens, then keep draining standard output.
+    let (tokens_tx, tokens_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut service = None;
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(t) = line.strip_prefix("export ACDM_MCP_SERVICE_TOKEN=") {
+                service = Some(t.to_owned());
+            }
+            if let Some(t) = line.strip_prefix("export ACDM_ADMIN_TOKEN=") {
+                let _ = tokens_tx.send((service.clone().unwrap_or_default(), t.to_owned()));
+            }
+        }
+    });
+    let (service, admin) =
+        tokio::task::spawn_blocking(move || tokens_rx.recv_timeout(Duration::from_secs(30)))
+            .await
+            .unwrap()
+            .expect("the demo printed its tokens");
+    (child, addr.parse().unwrap(), service, admin)
+}
+
+fn stop(mut child: std::process::Child) {
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+#[tokio::test]
+async fn the_demo_provisions_samples_prints_tokens_and_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, addr, service, admin) = start_demo(dir.path()).await;
+    assert_eq!(service.len(), 64);
+    assert_ne!(service, admin);
+    assert_eq!(
+        send(addr, Req::get("/readyz")).await.status,
+        200,
+        "ready: the demo token is in use"
+    );
+    let bearer = format!("Bearer {admin}");
+    let project = send(
+        addr,
+        Req::get("/admin/projects/alpha").headers(&[("Authorization", &bearer)]),
+    )
+    .await
+    .json();
+    assert_eq!(project["data"]["name"], "Alpha");
+    assert_eq!(project["data"]["agents"][0]["agent_name"], "project-alpha");
+    assert_eq!(project["data"]["members"].as_array().unwrap().len(), 4);
+    let service_header = [("X-ACDM-Service-Auth", service.as_str())];
+    assert_ne!(
+        send(addr, Req::new("POST", "/mcp").headers(&service_header))
+            .await
+            .status,
+        401
+    );
+    stop(child);
+    let files = dir.path().join("files/Projects/Alpha");
+    assert!(files.join("meetings/2026-11-03-kickoff.md").is_file());
+    assert!(dir.path().join("wiki/guides/weekly-reports.md").is_file());
+
+    // A second run keeps what the user changed and provisions nothing twice.
+    std::fs::write(files.join("README.md"), "edited by hand").unwrap();
+    let (child, addr, _, admin) = start_demo(dir.path()).await;
+    let bearer = format!("Bearer {admin}");
+    let projects = send(
+        addr,
+        Req::get("/admin/projects").headers(&[("Authorization", &bearer)]),
+    )
+    .await
+    .json();
+    assert_eq!(projects["data"].as_array().unwrap().len(), 1);
+    stop(child);
+    assert_eq!(
+        std::fs::read_to_string(files.join("README.md")).unwrap(),
+        "edited by hand"
+    );
+}
+
+#[test]
+fn the_demo_refuses_to_write_samples_into_a_real_nextcloud() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            ("NEXTCLOUD_URL", "https://cloud.example.com"),
+            ("NEXTCLOUD_USER", "svc"),
+        ],
+        &["demo"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("unset GITLAB_WIKI_BASE_URL and NEXTCLOUD_URL")
+    );
+}

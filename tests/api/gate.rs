@@ -106,7 +106,8 @@ async fn recording_router(
     };
     let config = test_config(&options, dir.path());
     let store = acdm_backend::app::open_store(&config).await.unwrap();
-    let state = AppState::new(&config, store);
+    let sources = acdm_backend::app::build_sources(&config).unwrap();
+    let state = AppState::new(&config, store, sources);
     let reached = Arc::new(AtomicUsize::new(0));
     let recorder = {
         let reached = reached.clone();

@@ -18,3 +18,4 @@ mod health;
 mod helpers;
 mod lifecycle;
 mod logs;
+mod sources;

@@ -9,6 +9,11 @@ use std::time::Duration;
 use acdm_bff::admin::{self, AdminState};
 use acdm_bff::envelope::failure;
 use acdm_core::{ErrorCode, ScopeResolver, TokenDigest};
+use acdm_sources::gitlab::{GitLabConfig, GitLabWiki};
+use acdm_sources::http::HttpClient;
+use acdm_sources::local::{LocalFileSearch, LocalFileStore, LocalWiki};
+use acdm_sources::nextcloud::{NextcloudConfig, NextcloudFiles, NextcloudSearch};
+use acdm_sources::{FileSearch, FileStore, GitRef, Sources, WikiSource};
 use acdm_store::Store;
 use anyhow::Context;
 use axum::Router;
@@ -35,6 +40,8 @@ use crate::http;
 pub struct AppState {
     /// The database.
     pub store: Store,
+    /// The wiki, the project files and file search.
+    pub sources: Sources,
     /// The agent → project resolver shared by every adapter.
     pub resolver: Arc<ScopeResolver>,
     /// What `/readyz` reports.
@@ -45,8 +52,8 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// The state for `config` over an open, migrated `store`.
-    pub fn new(config: &Config, store: Store) -> Self {
+    /// The state for `config` over an open, migrated `store` and `sources`.
+    pub fn new(config: &Config, store: Store, sources: Sources) -> Self {
         let resolver = Arc::new(ScopeResolver::new(
             Arc::new(store.clone()),
             config.scope_cache_ttl,
@@ -68,6 +75,7 @@ impl AppState {
             readiness: Arc::new(Readiness::new(store.clone(), service_token.is_some())),
             gate: ServiceGate::new(service_token),
             store,
+            sources,
             resolver,
             admin,
             max_request_bytes: config.max_request_bytes,
@@ -162,7 +170,14 @@ impl Application {
     /// the scope watcher and binds the listener.
     pub async fn build(config: &Config) -> anyhow::Result<Self> {
         let store = open_store(config).await?;
-        let state = AppState::new(config, store.clone());
+        let sources = build_sources(config)?;
+        tracing::info!(
+            wiki = sources.wiki.kind(),
+            files = sources.files.kind(),
+            search = sources.search.kind(),
+            "sources ready"
+        );
+        let state = AppState::new(config, store.clone(), sources);
         let shutdown = CancellationToken::new();
         acdm_store::spawn_scope_watcher(
             store,
@@ -240,6 +255,59 @@ impl Application {
     }
 }
 
+/// The sources for `config`: GitLab and Nextcloud when configured, the
+/// local folders `<ACDM_DATA_DIR>/wiki` and `<ACDM_DATA_DIR>/files`
+/// otherwise.
+pub fn build_sources(config: &Config) -> anyhow::Result<Sources> {
+    let http = HttpClient::new(config.upstream.clone())
+        .context("cannot build the upstream HTTP client")?;
+    let main = GitRef::parse("main").context("the default wiki ref")?;
+    let wiki: Arc<dyn WikiSource> = match &config.gitlab {
+        Some(gitlab) => Arc::new(
+            GitLabWiki::new(
+                GitLabConfig {
+                    base_url: gitlab.base_url.clone(),
+                    project: gitlab.project_id.clone(),
+                    token: gitlab.pat.clone(),
+                    default_ref: main,
+                },
+                http.clone(),
+            )
+            .context("GITLAB_WIKI_BASE_URL")?,
+        ),
+        None => Arc::new(
+            LocalWiki::open(config.data_dir.join("wiki"), main)
+                .context("the local wiki folder in ACDM_DATA_DIR")?,
+        ),
+    };
+    let (files, search): (Arc<dyn FileStore>, Arc<dyn FileSearch>) = match &config.nextcloud {
+        Some(nextcloud) => {
+            let nc = NextcloudConfig {
+                url: nextcloud.url.clone(),
+                user: nextcloud.user.clone(),
+                app_password: nextcloud.app_password.clone(),
+            };
+            (
+                Arc::new(NextcloudFiles::new(nc.clone(), http.clone()).context("NEXTCLOUD_URL")?),
+                Arc::new(NextcloudSearch::new(nc, http).context("NEXTCLOUD_URL")?),
+            )
+        }
+        None => {
+            let local = LocalFileStore::open(config.data_dir.join("files"))
+                .context("the local file folder in ACDM_DATA_DIR")?;
+            (
+                Arc::new(local.clone()),
+                Arc::new(LocalFileSearch::new(local)),
+            )
+        }
+    };
+    Ok(Sources {
+        wiki,
+        files,
+        search,
+    })
+}
+
 /// Connects to the configured database and applies migrations when
 /// `ACDM_AUTO_MIGRATE` is on.
 pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
@@ -254,6 +322,33 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
             .with_context(|| format!("cannot apply migrations to the database ({target})"))?;
     }
     Ok(store)
+}
+
+/// Builds the application for `config`, calls `on_ready` with the bound
+/// address, and serves until SIGINT or SIGTERM.
+pub async fn serve(config: &Config, on_ready: impl FnOnce(SocketAddr)) -> anyhow::Result<()> {
+    let app = Application::build(config).await?;
+    let address = app.local_addr()?;
+    tracing::info!(
+        address = %address,
+        database = %config.database.target.describe(),
+        "acdm-backend listening on http://{address}"
+    );
+    if config.service_token.is_none() {
+        tracing::warn!(
+            "ACDM_MCP_SERVICE_TOKEN is not set: every /mcp and /agent-tools request is refused"
+        );
+    }
+    if config.admin_token.is_none() {
+        tracing::info!("ACDM_ADMIN_TOKEN is not set: the operator API at /admin is disabled");
+    }
+    on_ready(address);
+    let token = app.shutdown_token();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        token.cancel();
+    });
+    app.run_until_stopped().await
 }
 
 /// Resolves when SIGINT or SIGTERM arrives.

@@ -32,6 +32,9 @@ pub struct Cli {
 pub enum Command {
     /// Run the HTTP server until SIGINT or SIGTERM.
     Serve,
+    /// Provision a sample project, agent, wiki and files in the local
+    /// folders, print tokens and example calls, and serve.
+    Demo,
     /// Apply pending database migrations and exit.
     Migrate,
     /// Validate the configuration, print it with secrets redacted, and check
@@ -164,7 +167,7 @@ fn print(value: &impl Serialize) -> anyhow::Result<()> {
 /// Runs an operator command (everything but `serve`).
 pub async fn run_operator(command: Command, config: &Config) -> anyhow::Result<()> {
     match command {
-        Command::Serve => anyhow::bail!("serve is not an operator command"),
+        Command::Serve | Command::Demo => anyhow::bail!("serve and demo are not operator commands"),
         Command::CheckConfig => {
             let store = acdm_store::Store::connect(&config.database)
                 .await
@@ -256,7 +259,7 @@ async fn provision(
             print(&store.unmount_agent(&agent).await?)
         }
         Command::Agent(AgentCommand::List) => print(&store.list_agents().await?),
-        Command::Serve | Command::Migrate | Command::CheckConfig => {
+        Command::Serve | Command::Demo | Command::Migrate | Command::CheckConfig => {
             anyhow::bail!("not a provisioning command")
         }
     }

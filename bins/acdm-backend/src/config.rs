@@ -131,6 +131,26 @@ pub const SETTINGS: &[Setting] = &[
         "Folder inside the service account's files that holds one folder per project: `<NEXTCLOUD_BASE_PATH>/<project name>/`.",
     ),
     setting(
+        "ACDM_UPSTREAM_CONNECT_TIMEOUT_SECONDS",
+        "5",
+        "Time allowed to connect to GitLab or Nextcloud (1–60).",
+    ),
+    setting(
+        "ACDM_UPSTREAM_READ_TIMEOUT_SECONDS",
+        "15",
+        "Longest silence allowed while GitLab or Nextcloud answers (1–300).",
+    ),
+    setting(
+        "ACDM_UPSTREAM_TIMEOUT_SECONDS",
+        "30",
+        "Budget for one upstream call, retries included (1–600).",
+    ),
+    setting(
+        "ACDM_UPSTREAM_RETRIES",
+        "2",
+        "Extra attempts for upstream reads after a transient failure (0–5); writes are never retried blindly.",
+    ),
+    setting(
         "ACDM_MCP_ALLOWED_HOSTS",
         "localhost,127.0.0.1,::1,acdm-backend",
         "Comma-separated `Host` values the MCP endpoint accepts (`host` or `host:port`). In-network callers use the service hostname.",
@@ -232,6 +252,8 @@ pub struct Config {
     pub gitlab: Option<GitlabSettings>,
     /// `NEXTCLOUD_*`.
     pub nextcloud: Option<NextcloudSettings>,
+    /// `ACDM_UPSTREAM_*`: timeouts and retries of GitLab and Nextcloud calls.
+    pub upstream: acdm_sources::http::HttpSettings,
     /// `ACDM_MCP_ALLOWED_HOSTS`, lowercased.
     pub mcp_allowed_hosts: Vec<String>,
     /// `ACDM_SCOPE_CACHE_TTL_SECONDS`.
@@ -656,6 +678,21 @@ impl Config {
             _ => None,
         };
 
+        let upstream = acdm_sources::http::HttpSettings {
+            connect_timeout: Duration::from_secs(r.number(
+                "ACDM_UPSTREAM_CONNECT_TIMEOUT_SECONDS",
+                5,
+                1..=60,
+            )),
+            read_timeout: Duration::from_secs(r.number(
+                "ACDM_UPSTREAM_READ_TIMEOUT_SECONDS",
+                15,
+                1..=300,
+            )),
+            timeout: Duration::from_secs(r.number("ACDM_UPSTREAM_TIMEOUT_SECONDS", 30, 1..=600)),
+            retries: u32::try_from(r.number("ACDM_UPSTREAM_RETRIES", 2, 0..=5)).unwrap_or(2),
+            ..acdm_sources::http::HttpSettings::default()
+        };
         let mcp_allowed_hosts = r.parse(
             "ACDM_MCP_ALLOWED_HOSTS",
             ["localhost", "127.0.0.1", "::1", "acdm-backend"]
@@ -697,6 +734,7 @@ impl Config {
             files_base,
             gitlab,
             nextcloud,
+            upstream,
             mcp_allowed_hosts,
             scope_cache_ttl,
             scope_poll_interval,
@@ -744,6 +782,10 @@ impl Config {
                 }),
                 None => json!({ "source": "local folder" }),
             },
+            "ACDM_UPSTREAM_CONNECT_TIMEOUT_SECONDS": self.upstream.connect_timeout.as_secs(),
+            "ACDM_UPSTREAM_READ_TIMEOUT_SECONDS": self.upstream.read_timeout.as_secs(),
+            "ACDM_UPSTREAM_TIMEOUT_SECONDS": self.upstream.timeout.as_secs(),
+            "ACDM_UPSTREAM_RETRIES": self.upstream.retries,
             "ACDM_MCP_ALLOWED_HOSTS": self.mcp_allowed_hosts,
             "ACDM_SCOPE_CACHE_TTL_SECONDS": self.scope_cache_ttl.as_secs(),
             "ACDM_SCOPE_POLL_MILLIS": u64::try_from(self.scope_poll_interval.as_millis()).unwrap_or(u64::MAX),

@@ -7,7 +7,8 @@
 //! - [`gate`]: the service-token gate in front of every route;
 //! - [`health`]: `/healthz`, `/readyz`, `/mcp/health`;
 //! - [`http`]: request id, request span, body limit, panic guard;
-//! - [`cli`]: the command line and the operator commands.
+//! - [`cli`]: the command line and the operator commands;
+//! - [`demo`]: sample data and a running service for newcomers.
 //!
 //! **Architecture invariant:** composition only — this crate wires the
 //! adapters (`acdm-bff`, later `acdm-mcp`) to the store and sources. It is
@@ -16,6 +17,7 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod gate;
 pub mod health;
 pub mod http;

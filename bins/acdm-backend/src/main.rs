@@ -3,7 +3,6 @@
 
 use std::process::ExitCode;
 
-use acdm_backend::app::{Application, shutdown_signal};
 use acdm_backend::cli::{Cli, Command};
 use acdm_backend::config::Config;
 use acdm_backend::telemetry;
@@ -26,10 +25,11 @@ async fn main() -> ExitCode {
         }
     };
     let command = cli.command.unwrap_or(Command::Serve);
-    let serving = matches!(command, Command::Serve);
+    let serving = matches!(command, Command::Serve | Command::Demo);
     telemetry::init(&config.log, if serving { "info" } else { "warn" });
     let result = match command {
-        Command::Serve => serve(&config).await,
+        Command::Serve => acdm_backend::app::serve(&config, |_| {}).await,
+        Command::Demo => acdm_backend::demo::run(&config).await,
         other => acdm_backend::cli::run_operator(other, &config).await,
     };
     match result {
@@ -46,28 +46,4 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-async fn serve(config: &Config) -> anyhow::Result<()> {
-    let app = Application::build(config).await?;
-    let address = app.local_addr()?;
-    tracing::info!(
-        address = %address,
-        database = %config.database.target.describe(),
-        "acdm-backend listening on http://{address}"
-    );
-    if config.service_token.is_none() {
-        tracing::warn!(
-            "ACDM_MCP_SERVICE_TOKEN is not set: every /mcp and /agent-tools request is refused"
-        );
-    }
-    if config.admin_token.is_none() {
-        tracing::info!("ACDM_ADMIN_TOKEN is not set: the operator API at /admin is disabled");
-    }
-    let token = app.shutdown_token();
-    tokio::spawn(async move {
-        shutdown_signal().await;
-        token.cancel();
-    });
-    app.run_until_stopped().await
 }
