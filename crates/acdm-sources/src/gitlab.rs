@@ -212,12 +212,7 @@ impl WikiSource for GitLabWiki {
     }
 
     async fn search(&self, query: &WikiQuery) -> Result<WikiSearch, SourceError> {
-        let term = query.term.trim();
-        if term.is_empty() {
-            return Err(SourceError::InvalidRequest(
-                "the search term is empty".to_owned(),
-            ));
-        }
+        let term = crate::search_term(&query.term)?;
         let limit = query.limit.clamp(1, 100);
         // GitLab's `path:` filter is a substring match; results are
         // re-checked segment by segment below. A prefix with whitespace

@@ -170,6 +170,18 @@ pub(crate) fn check_transfer(from: &AbsPath, to: &AbsPath) -> Result<(), SourceE
     Ok(())
 }
 
+/// The search term, trimmed; an empty one is refused the same way by every
+/// source.
+pub(crate) fn search_term(term: &str) -> Result<&str, SourceError> {
+    let term = term.trim();
+    if term.is_empty() {
+        return Err(SourceError::InvalidRequest(
+            "the search term is empty".to_owned(),
+        ));
+    }
+    Ok(term)
+}
+
 /// A path for messages: absolute in the store, never a URL.
 pub(crate) fn shown(path: &AbsPath) -> String {
     path.to_string()

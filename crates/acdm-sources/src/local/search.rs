@@ -35,11 +35,7 @@ impl FileSearch for LocalFileSearch {
         limit: usize,
         scope: &AbsPath,
     ) -> Result<Vec<FileHit>, SourceError> {
-        if term.trim().is_empty() {
-            return Err(SourceError::InvalidRequest(
-                "the search term is empty".to_owned(),
-            ));
-        }
+        let term = crate::search_term(term)?;
         // Refuses a symbolic link on the way to the scope folder.
         resolve(self.files.root(), scope)?;
         let root = self.files.root().to_path_buf();

@@ -58,17 +58,13 @@ impl WikiSource for LocalWiki {
     }
 
     async fn search(&self, query: &WikiQuery) -> Result<WikiSearch, SourceError> {
-        if query.term.trim().is_empty() {
-            return Err(SourceError::InvalidRequest(
-                "the search term is empty".to_owned(),
-            ));
-        }
+        let term = crate::search_term(&query.term)?.to_owned();
         self.check_ref(query.git_ref.as_ref())?;
         let prefix = query.path_prefix.clone().unwrap_or_else(RelPath::root);
         // Refuses a symbolic link on the way to the prefix folder.
         crate::local::store::resolve(self.files.root(), &as_abs(&prefix))?;
         let root = self.files.root().to_path_buf();
-        let (start, term, limit) = (prefix.segments().to_vec(), query.term.clone(), query.limit);
+        let (start, limit) = (prefix.segments().to_vec(), query.limit);
         let outcome = tokio::task::spawn_blocking(move || {
             grep::search(&root, &start, &term, limit, grep::Names::FilePath, true)
         })

@@ -155,12 +155,7 @@ impl FileSearch for NextcloudSearch {
         limit: usize,
         scope: &AbsPath,
     ) -> Result<Vec<FileHit>, SourceError> {
-        let term = term.trim();
-        if term.is_empty() {
-            return Err(SourceError::InvalidRequest(
-                "the search term is empty".to_owned(),
-            ));
-        }
+        let term = crate::search_term(term)?;
         let limit = limit.max(1);
         let mut hits: Vec<FileHit> = Vec::new();
         let mut cursor = 0u64;

@@ -8,6 +8,7 @@
 //! of `lib/api/files.rb` (§1.3) and both kinds of 429 (§1.6). Every request is
 //! recorded exactly as it arrived so tests can assert on the wire.
 
+use crate::recording::{Recorded, Recorder};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -35,17 +36,6 @@ const TOTAL_HEADERS_LIMIT: u64 = 10_000;
 const BINARY_SNIFF_BYTES: usize = 8000;
 /// The `RateLimit-Limit` advertised by the Rack::Attack 429.
 const RATE_LIMIT: u64 = 600;
-
-/// One request as the double received it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Recorded {
-    /// The request method, e.g. `GET`.
-    pub(crate) method: String,
-    /// The request target's path and query exactly as sent (still encoded).
-    pub(crate) path_and_query: String,
-    /// Every header as (lowercase name, value), in arrival order per name.
-    pub(crate) headers: Vec<(String, String)>,
-}
 
 /// How the double answers authenticated requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +85,7 @@ impl GitLabDouble {
             token: token.to_owned(),
             refs,
             mode: Mutex::new(Mode::Normal),
-            requests: Mutex::new(Vec::new()),
+            requests: Recorder::default(),
         });
         let app = Router::new()
             .fallback(handle)
@@ -131,11 +121,7 @@ impl GitLabDouble {
 
     /// Every request received so far, oldest first.
     pub(crate) fn requests(&self) -> Vec<Recorded> {
-        self.shared
-            .requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.shared.requests.all()
     }
 }
 
@@ -153,34 +139,13 @@ struct Shared {
     token: String,
     refs: BTreeMap<String, BTreeMap<String, Vec<u8>>>,
     mode: Mutex<Mode>,
-    requests: Mutex<Vec<Recorded>>,
+    requests: Recorder,
 }
 
 /// The one handler: records the request, then routes on the raw path.
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    shared.requests.record(&request);
     let uri = request.uri();
-    let path_and_query = uri
-        .path_and_query()
-        .map_or_else(|| uri.path().to_owned(), |pq| pq.as_str().to_owned());
-    let headers = request
-        .headers()
-        .iter()
-        .map(|(name, value)| {
-            (
-                name.as_str().to_owned(),
-                String::from_utf8_lossy(value.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
-    shared
-        .requests
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(Recorded {
-            method: request.method().as_str().to_owned(),
-            path_and_query,
-            headers,
-        });
     shared.answer(request.method(), uri.path(), uri.query(), request.headers())
 }
 

@@ -18,5 +18,6 @@ mod files;
 mod gitlab_double;
 mod harness;
 mod ocs_double;
+mod recording;
 mod search;
 mod wiki;

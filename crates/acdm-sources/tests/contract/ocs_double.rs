@@ -10,6 +10,7 @@
 //! asks for neither `format=json` nor `Accept: application/json`, as OCS XML.
 //! Every request is recorded exactly as it arrived.
 
+use crate::recording::{Recorded, Recorder};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -28,17 +29,6 @@ const DEFAULT_LIMIT: i64 = 5;
 const MAX_LIMIT: i64 = 25;
 /// The first file id handed out.
 const FIRST_FILE_ID: u64 = 101;
-
-/// One request as the double received it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Recorded {
-    /// The request method, e.g. `GET`.
-    pub(crate) method: String,
-    /// The request target's path and query exactly as sent (still encoded).
-    pub(crate) path_and_query: String,
-    /// Every header as (lowercase name, value), in arrival order per name.
-    pub(crate) headers: Vec<(String, String)>,
-}
 
 /// A running OCS search double; the server stops when this is dropped.
 pub(crate) struct OcsDouble {
@@ -66,7 +56,7 @@ impl OcsDouble {
             password: password.to_owned(),
             injected: Mutex::new(Vec::new()),
             file_ids: Mutex::new(BTreeMap::new()),
-            requests: Mutex::new(Vec::new()),
+            requests: Recorder::default(),
         });
         let app = Router::new()
             .fallback(handle)
@@ -96,11 +86,7 @@ impl OcsDouble {
 
     /// Every request received so far, oldest first.
     pub(crate) fn requests(&self) -> Vec<Recorded> {
-        self.shared
-            .requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.shared.requests.all()
     }
 }
 
@@ -120,34 +106,13 @@ struct Shared {
     injected: Mutex<Vec<serde_json::Value>>,
     /// Stable file ids: home-relative path → id, handed out on first sight.
     file_ids: Mutex<BTreeMap<String, u64>>,
-    requests: Mutex<Vec<Recorded>>,
+    requests: Recorder,
 }
 
 /// The one handler: records the request, then answers it.
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    shared.requests.record(&request);
     let uri = request.uri();
-    let path_and_query = uri
-        .path_and_query()
-        .map_or_else(|| uri.path().to_owned(), |pq| pq.as_str().to_owned());
-    let headers = request
-        .headers()
-        .iter()
-        .map(|(name, value)| {
-            (
-                name.as_str().to_owned(),
-                String::from_utf8_lossy(value.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
-    shared
-        .requests
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(Recorded {
-            method: request.method().as_str().to_owned(),
-            path_and_query,
-            headers,
-        });
     shared.answer(request.method(), uri.path(), uri.query(), request.headers())
 }
 

@@ -189,15 +189,12 @@ async fn the_limit_is_kept_across_pages() {
                 .collect();
             assert_eq!(cursors, vec!["0", "25"], "two pages of 25");
             for r in double.requests() {
-                let header = |name: &str| {
-                    r.headers
-                        .iter()
-                        .find(|(k, _)| k == name)
-                        .map(|(_, v)| v.clone())
-                };
-                assert_eq!(header("ocs-apirequest").as_deref(), Some("true"));
-                assert_eq!(header("accept").as_deref(), Some("application/json"));
-                assert!(header("authorization").is_some_and(|v| v.starts_with("Basic ")));
+                assert_eq!(r.header("ocs-apirequest"), Some("true"));
+                assert_eq!(r.header("accept"), Some("application/json"));
+                assert!(
+                    r.header("authorization")
+                        .is_some_and(|v| v.starts_with("Basic "))
+                );
                 assert!(r.path_and_query.contains("limit=25"));
             }
         }

@@ -312,18 +312,15 @@ async fn gitlab_reads_other_refs_and_sends_the_documented_requests() {
         ]
     );
     for r in &requests {
-        let header = |name: &str| {
-            r.headers
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.as_str())
-        };
-        assert_eq!(header("private-token"), Some(TOKEN));
+        assert_eq!(r.header("private-token"), Some(TOKEN));
         assert!(
             r.headers.iter().all(|(k, _)| !k.starts_with("x-acdm")),
             "no caller header is forwarded"
         );
-        assert!(header("user-agent").is_some_and(|ua| ua.starts_with("acdm-backend")));
+        assert!(
+            r.header("user-agent")
+                .is_some_and(|ua| ua.starts_with("acdm-backend"))
+        );
     }
 }
 
