@@ -92,6 +92,22 @@ impl SourceError {
         }
     }
 
+    /// The protocol code this error is reported with, by the MCP server and
+    /// the BFF alike.
+    pub fn code(&self) -> acdm_core::ErrorCode {
+        use acdm_core::ErrorCode;
+        match self {
+            Self::NotFound(_) => ErrorCode::NotFound,
+            Self::PreconditionFailed(_) | Self::Conflict(_) => ErrorCode::Conflict,
+            Self::PermissionDenied(_) => ErrorCode::PermissionDenied,
+            Self::Locked { .. } | Self::RateLimited { .. } => ErrorCode::RateLimited,
+            Self::Timeout(_) => ErrorCode::UpstreamTimeout,
+            Self::Upstream { .. } | Self::InvalidResponse { .. } => ErrorCode::UpstreamError,
+            Self::NotConfigured(_) => ErrorCode::SourceNotConfigured,
+            Self::InvalidRequest(_) => ErrorCode::ValidationError,
+        }
+    }
+
     pub(crate) fn invalid(source_name: &'static str, detail: impl Into<String>) -> Self {
         Self::InvalidResponse {
             source_name,
@@ -148,6 +164,53 @@ mod tests {
         );
         check(SourceError::NotFound("x".into()), false);
         check(SourceError::PreconditionFailed("x".into()), false);
+    }
+
+    #[test]
+    fn every_error_maps_to_one_protocol_code() {
+        use acdm_core::ErrorCode;
+        let check = |e: SourceError, code: ErrorCode| assert_eq!(e.code(), code, "{e}");
+        check(SourceError::NotFound("x".into()), ErrorCode::NotFound);
+        check(
+            SourceError::PreconditionFailed("x".into()),
+            ErrorCode::Conflict,
+        );
+        check(SourceError::Conflict("x".into()), ErrorCode::Conflict);
+        check(
+            SourceError::PermissionDenied("x".into()),
+            ErrorCode::PermissionDenied,
+        );
+        check(
+            SourceError::Locked {
+                message: "x".into(),
+                retry_after: None,
+            },
+            ErrorCode::RateLimited,
+        );
+        check(
+            SourceError::RateLimited {
+                source_name: "GitLab",
+                retry_after: None,
+            },
+            ErrorCode::RateLimited,
+        );
+        check(SourceError::Timeout("GitLab"), ErrorCode::UpstreamTimeout);
+        check(
+            SourceError::upstream("GitLab", Some(500), "x"),
+            ErrorCode::UpstreamError,
+        );
+        check(
+            SourceError::invalid("GitLab", "x"),
+            ErrorCode::UpstreamError,
+        );
+        check(
+            SourceError::NotConfigured("x".into()),
+            ErrorCode::SourceNotConfigured,
+        );
+        check(
+            SourceError::InvalidRequest("x".into()),
+            ErrorCode::ValidationError,
+        );
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod http;
 pub mod local;
 pub mod model;
 pub mod nextcloud;
+mod unconfigured;
 
 use acdm_core::{AbsPath, RelPath};
 use async_trait::async_trait;
@@ -37,6 +38,7 @@ pub use model::{
     ByteStream, ETag, Entry, EntryKind, FileHit, GitRef, Precondition, ReadRange, ReadStream,
     WikiHit, WikiQuery, WikiSearch, WikiWindow, Window, WriteOutcome,
 };
+pub use unconfigured::Unconfigured;
 
 /// The wiki: readable by all, searched and read by path at a ref.
 #[async_trait]
@@ -118,6 +120,9 @@ pub trait FileStore: Send + Sync {
 pub trait FileSearch: Send + Sync {
     /// `nextcloud` or `local`, for health reports.
     fn kind(&self) -> &'static str;
+
+    /// A cheap call proving the search works (credentials, endpoint).
+    async fn check(&self) -> Result<(), SourceError>;
 
     /// Up to `limit` hits, all inside `scope` — whatever the source returns.
     async fn search(

@@ -212,6 +212,11 @@ fn search_content(
         return; // binary
     }
     let text = String::from_utf8_lossy(&bytes);
+    // One pass over the whole file first: most files do not match, and
+    // lowercasing line by line costs an allocation per line.
+    if !text.to_lowercase().contains(needle) {
+        return;
+    }
     let lines: Vec<&str> = text.lines().collect();
     for (index, line) in lines.iter().enumerate() {
         if !line.to_lowercase().contains(needle) {

@@ -29,6 +29,10 @@ impl FileSearch for LocalFileSearch {
         "local"
     }
 
+    async fn check(&self) -> Result<(), SourceError> {
+        crate::FileStore::check(&self.files).await
+    }
+
     async fn search(
         &self,
         term: &str,
@@ -56,21 +60,34 @@ impl FileSearch for LocalFileSearch {
                 ));
             }
         };
-        Ok(outcome
-            .matches
-            .into_iter()
-            .filter_map(|m| {
-                let path = m
-                    .segments
-                    .iter()
-                    .try_fold(AbsPath::root(), |p, s| p.join_name(s).ok())?;
-                Some(FileHit {
+        // One hit per path: a file found by name and by content is one hit,
+        // with its first matching line.
+        let mut hits: Vec<FileHit> = Vec::new();
+        for m in outcome.matches {
+            let Some(path) = m
+                .segments
+                .iter()
+                .try_fold(AbsPath::root(), |p, s| p.join_name(s).ok())
+            else {
+                continue;
+            };
+            let (line, snippet) = m
+                .content
+                .map_or((None, None), |c| (Some(c.line), Some(c.matched)));
+            match hits.iter_mut().find(|h| h.path == path) {
+                Some(existing) if existing.line.is_none() => {
+                    existing.line = line;
+                    existing.snippet = snippet;
+                }
+                Some(_) => {}
+                None => hits.push(FileHit {
                     path,
                     kind: Some(m.kind),
-                    line: m.content.as_ref().map(|c| c.line),
-                    snippet: m.content.map(|c| c.matched),
-                })
-            })
-            .collect())
+                    line,
+                    snippet,
+                }),
+            }
+        }
+        Ok(hits)
     }
 }

@@ -149,6 +149,12 @@ impl FileSearch for NextcloudSearch {
         "nextcloud"
     }
 
+    /// One page of a one-letter search: proves the credentials and the
+    /// search endpoint without listing anything large.
+    async fn check(&self) -> Result<(), SourceError> {
+        self.page("a", 0).await.map(drop)
+    }
+
     async fn search(
         &self,
         term: &str,

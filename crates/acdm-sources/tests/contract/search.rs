@@ -18,7 +18,7 @@ use crate::ocs_double::OcsDouble;
 
 fn tree(root: &Path) {
     for (path, content) in [
-        ("Projects/Alpha/notes/plan.md", "kickoff agenda"),
+        ("Projects/Alpha/notes/plan.md", "the plan for the kickoff"),
         ("Projects/Alpha/notes/Plan-old.md", "archived"),
         ("Projects/Alpha/Planning/x.md", "x"),
         ("Projects/Alpha/other.md", "nothing here"),
@@ -70,14 +70,13 @@ fn config(double: &OcsDouble, password: Option<&str>) -> NextcloudConfig {
     }
 }
 
+/// The paths found; each path appears once (a file matching by name and
+/// by content is one hit).
 async fn paths(search: &dyn FileSearch, term: &str, limit: usize, scope: &str) -> BTreeSet<String> {
-    search
-        .search(term, limit, &abs(scope))
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|h| h.path.to_string())
-        .collect()
+    let hits = search.search(term, limit, &abs(scope)).await.unwrap();
+    let paths: BTreeSet<String> = hits.iter().map(|h| h.path.to_string()).collect();
+    assert_eq!(paths.len(), hits.len(), "one hit per path: {hits:?}");
+    paths
 }
 
 fn set(items: &[&str]) -> BTreeSet<String> {
