@@ -1,10 +1,85 @@
-//! acdm-mcp: the Knowledge MCP server mounted at `/mcp`.
+//! acdm-mcp: the Knowledge MCP server at `/mcp`.
 //!
-//! **Filled by the MCP issue** ("acdm-mcp: the Knowledge MCP server at
-//! /mcp"): four rmcp tools over acdm-sources, streamable HTTP in stateless
-//! mode, host validation and `/mcp/health` per source. Until then the
-//! backend answers `/mcp/health` itself and routes nothing else under `/mcp`
-//! (the service gate still guards it). Intentionally empty.
+//! Four read-only tools over the wiki and the project files (rmcp,
+//! streamable HTTP, stateless with JSON responses by default so any
+//! replica can answer any request), `/mcp/health` per source, and
+//! Prometheus metrics per tool. The service gate in front of it (in the
+//! binary) has already checked the service token and refused browsers;
+//! this crate adds the `Host` allow-list and the tool-level rules.
 //!
-//! **Architecture invariant:** an adapter with no business logic; does not
-//! depend on acdm-bff or acdm-store.
+//! **Architecture invariant:** an adapter over acdm-sources with no
+//! business logic; does not depend on acdm-bff or acdm-store.
+
+mod health;
+mod metrics;
+mod server;
+mod tools;
+mod window;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use acdm_core::AbsPath;
+use acdm_sources::Sources;
+use axum::Router;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+pub use health::{HealthReport, McpHealth, SourceHealth};
+pub use metrics::McpMetrics;
+pub use server::{INSTRUCTIONS, KnowledgeServer};
+pub use tools::ReadLimits;
+
+/// How the MCP endpoint runs.
+#[derive(Debug, Clone)]
+pub struct McpSettings {
+    /// `Host` values accepted (`host` or `host:port`); others get 403.
+    pub allowed_hosts: Vec<String>,
+    /// Keep MCP sessions (SSE streams, `Mcp-Session-Id`) instead of the
+    /// default stateless JSON mode. Sessions pin a client to one replica.
+    pub sessions: bool,
+    /// The folder holding one folder per project.
+    pub files_base: AbsPath,
+    /// Read windows.
+    pub read_limits: ReadLimits,
+    /// Cancelled on shutdown: ends open streams so the drain cannot hang.
+    pub shutdown: CancellationToken,
+}
+
+/// The `/mcp` and `/mcp/health` routes.
+pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> Router {
+    let health = Arc::new(McpHealth::new(sources.clone()));
+    let server = KnowledgeServer::new(
+        tools::Tools {
+            sources,
+            files_base: settings.files_base.clone(),
+            limits: settings.read_limits,
+        },
+        metrics,
+    );
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(settings.allowed_hosts.clone())
+        .with_legacy_session_mode(settings.sessions)
+        .with_json_response(!settings.sessions)
+        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        .with_cancellation_token(settings.shutdown.child_token());
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    // Exactly `/mcp` and `/mcp/`: rmcp ignores the path, so a catch-all
+    // would also serve `/mcp/mcp` and any other spelling.
+    Router::new()
+        .route("/mcp/health", get(health_handler).with_state(health))
+        .route_service("/mcp", service.clone())
+        .route_service("/mcp/", service)
+}
+
+async fn health_handler(State(health): State<Arc<McpHealth>>) -> Response {
+    axum::Json(health.report().await).into_response()
+}

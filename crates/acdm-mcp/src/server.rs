@@ -1,0 +1,344 @@
+//! The MCP server handler: server info and instructions, the tool catalog
+//! (schemas built once), and dispatch with a span and metrics per call.
+//!
+//! Failures the model can act on are tool results with `isError: true`,
+//! a readable message and structured `{code, message, suggested_action}`.
+//! Only an unknown tool is a protocol error (`-32602`), as MCP requires.
+
+use std::sync::{Arc, LazyLock};
+use std::time::Instant;
+
+use acdm_core::RequestId;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+use crate::metrics::McpMetrics;
+use crate::tools::{
+    self, Failure, READ_NEXTCLOUD, READ_WIKI, ReadNextcloudInput, ReadOutput, ReadWikiInput,
+    SEARCH_NEXTCLOUD, SEARCH_WIKI, SearchNextcloudInput, SearchNextcloudOutput, SearchWikiInput,
+    SearchWikiOutput, Success, Tools,
+};
+
+/// What the model is told when it connects.
+pub const INSTRUCTIONS: &str = "\
+Knowledge tools of a-cdm: the company wiki and each project's files.
+
+- The wiki is readable by everyone. Use acdm_search_wiki with one or two \
+distinctive words, then acdm_read_wiki_file with a path from the results.
+- Project files live in Nextcloud, one folder per project. acdm_search_nextcloud \
+and acdm_read_nextcloud_file need project_name: take it from the conversation or \
+the workspace context, exactly as written there. If you are not sure which project \
+the user means, ask them. Never guess a project name and never try other names: \
+a wrong name simply finds nothing.
+- Reads return at most a window of the file. When `truncated` is true, call the \
+read tool again with offset = next_offset to continue; read only as far as you need.
+- Binary files come back base64-encoded; say what they are rather than pasting them.
+- On an error, follow its suggested_action; do not retry the same call unchanged.";
+
+const SEARCH_WIKI_DESCRIPTION: &str = "\
+Search the company wiki (handbook, guides, policies) by file name and content. \
+Use it for how-to questions and company rules, before answering from memory. \
+Good query: \"weekly report\" or \"milestone\". Bad query: a whole question like \
+\"how should I write the weekly report for my project?\". Returns paths with line \
+numbers and snippets; read a hit with acdm_read_wiki_file.";
+
+const READ_WIKI_DESCRIPTION: &str = "\
+Read a wiki file found with acdm_search_wiki, in windows of at most max_bytes. \
+Good: path=\"guides/weekly-reports.md\". Bad: a guessed path, a URL, or a leading \
+slash. When the answer says truncated, call again with offset=next_offset.";
+
+const SEARCH_NEXTCLOUD_DESCRIPTION: &str = "\
+Find files and folders by name in one project's Nextcloud folder (meeting minutes, \
+reports, plans, specs, budgets). project_name must come from the conversation or \
+workspace context; ask the user if unsure, never guess. Good: query=\"kickoff\", \
+project_name=\"Alpha\". Bad: query=\"what was decided at the kickoff meeting\" \
+(names are matched, not contents). Returns full paths for acdm_read_nextcloud_file.";
+
+const READ_NEXTCLOUD_DESCRIPTION: &str = "\
+Read a file of one project's Nextcloud folder, in windows of at most max_bytes. \
+path must be a full path found with acdm_search_nextcloud, inside that project's \
+folder. Good: path=\"/Projects/Alpha/meetings/2026-11-03-kickoff.md\", \
+project_name=\"Alpha\". Bad: a path of another project, a relative path, or a \
+project_name that differs from the search's. When the answer says truncated, call \
+again with offset=next_offset.";
+
+fn schema_object<T: JsonSchema>(for_output: bool) -> Arc<JsonObject> {
+    let settings = if for_output {
+        schemars::generate::SchemaSettings::draft2020_12().for_serialize()
+    } else {
+        schemars::generate::SchemaSettings::draft2020_12()
+    };
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    match serde_json::to_value(schema) {
+        Ok(mut value) => {
+            strip_integer_formats(&mut value);
+            match value {
+                serde_json::Value::Object(object) => Arc::new(object),
+                _ => Arc::new(JsonObject::new()),
+            }
+        }
+        Err(_) => Arc::new(JsonObject::new()),
+    }
+}
+
+/// schemars marks Rust integer widths as `"format": "uint64"` and the like,
+/// which are not JSON Schema formats: validators in clients (ajv in the MCP
+/// SDKs) warn on them. The bounds that matter are kept as `minimum` /
+/// `maximum`, so the format is dropped.
+fn strip_integer_formats(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(object) => {
+            let non_standard = object
+                .get("format")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|f| {
+                    matches!(
+                        f,
+                        "uint"
+                            | "uint8"
+                            | "uint16"
+                            | "uint32"
+                            | "uint64"
+                            | "int"
+                            | "int8"
+                            | "int16"
+                            | "int32"
+                            | "int64"
+                            | "float"
+                            | "double"
+                    )
+                });
+            if non_standard {
+                object.remove("format");
+            }
+            object.values_mut().for_each(strip_integer_formats);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_integer_formats),
+        _ => {}
+    }
+}
+
+fn tool<In: JsonSchema, Out: JsonSchema>(
+    name: &'static str,
+    title: &str,
+    description: &'static str,
+) -> Tool {
+    let mut tool = Tool::new(name, description, schema_object::<In>(false));
+    tool.title = Some(title.to_owned());
+    tool.output_schema = Some(schema_object::<Out>(true));
+    tool.annotations = Some(
+        ToolAnnotations::with_title(title)
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(true),
+    );
+    tool
+}
+
+/// The four tools, built once.
+static CATALOG: LazyLock<Vec<Tool>> = LazyLock::new(|| {
+    vec![
+        tool::<SearchWikiInput, SearchWikiOutput>(
+            SEARCH_WIKI,
+            "Search the wiki",
+            SEARCH_WIKI_DESCRIPTION,
+        ),
+        tool::<ReadWikiInput, ReadOutput>(READ_WIKI, "Read a wiki file", READ_WIKI_DESCRIPTION),
+        tool::<SearchNextcloudInput, SearchNextcloudOutput>(
+            SEARCH_NEXTCLOUD,
+            "Search a project's files",
+            SEARCH_NEXTCLOUD_DESCRIPTION,
+        ),
+        tool::<ReadNextcloudInput, ReadOutput>(
+            READ_NEXTCLOUD,
+            "Read a project file",
+            READ_NEXTCLOUD_DESCRIPTION,
+        ),
+    ]
+});
+
+/// The MCP server: cheap to clone (one per request in stateless mode).
+#[derive(Clone)]
+pub struct KnowledgeServer {
+    tools: Tools,
+    metrics: McpMetrics,
+}
+
+impl KnowledgeServer {
+    pub(crate) fn new(tools: Tools, metrics: McpMetrics) -> Self {
+        Self { tools, metrics }
+    }
+
+    async fn dispatch(
+        &self,
+        name: &'static str,
+        arguments: JsonObject,
+    ) -> Result<Success, Failure> {
+        match name {
+            SEARCH_WIKI => self.tools.search_wiki(parse(arguments)?).await,
+            READ_WIKI => self.tools.read_wiki(parse(arguments)?).await,
+            SEARCH_NEXTCLOUD => self.tools.search_nextcloud(parse(arguments)?).await,
+            _ => self.tools.read_nextcloud(parse(arguments)?).await,
+        }
+    }
+}
+
+/// Parses tool arguments strictly: unknown fields (a stray `project_id`)
+/// and wrong types are refused with a message naming them.
+fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, Failure> {
+    serde_json::from_value(serde_json::Value::Object(arguments)).map_err(|e| Failure {
+        code: acdm_core::ErrorCode::ValidationError,
+        message: format!("invalid arguments: {e}"),
+        suggested_action: Some(
+            "Call the tool again with the arguments its input schema describes.".to_owned(),
+        ),
+    })
+}
+
+fn result_of(outcome: &Result<Success, Failure>) -> CallToolResult {
+    match outcome {
+        Ok(success) => {
+            let mut result =
+                CallToolResult::success(vec![ContentBlock::text(success.text.clone())]);
+            result.structured_content = Some(success.structured.clone());
+            result
+        }
+        Err(failure) => {
+            let mut text = failure.message.clone();
+            if let Some(action) = &failure.suggested_action {
+                text.push_str("\nWhat to do: ");
+                text.push_str(action);
+            }
+            let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+            result.structured_content = serde_json::to_value(failure.to_structured()).ok();
+            result
+        }
+    }
+}
+
+impl ServerHandler for KnowledgeServer {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("acdm-knowledge", env!("CARGO_PKG_VERSION"))
+                    .with_title("a-cdm knowledge"),
+            )
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(CATALOG.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        CATALOG.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(name) = [SEARCH_WIKI, READ_WIKI, SEARCH_NEXTCLOUD, READ_NEXTCLOUD]
+            .into_iter()
+            .find(|n| *n == request.name)
+        else {
+            return Err(McpError::invalid_params("tool not found", None));
+        };
+        let request_id = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<RequestId>())
+            .map(|id| id.as_str().to_owned())
+            .unwrap_or_default();
+        let span = tracing::info_span!(
+            "mcp_tool",
+            request_id = %request_id,
+            tool = name,
+            query = %tools::log_query(request.arguments.as_ref()),
+            outcome = tracing::field::Empty,
+            latency_ms = tracing::field::Empty,
+        );
+        let started = Instant::now();
+        let outcome = tracing::Instrument::instrument(
+            self.dispatch(name, request.arguments.unwrap_or_default()),
+            span.clone(),
+        )
+        .await;
+        let elapsed = started.elapsed();
+        let label = match &outcome {
+            Ok(_) => "ok",
+            Err(failure) => failure.code.as_str(),
+        };
+        self.metrics.record(name, label, elapsed.as_secs_f64());
+        span.record("outcome", label);
+        span.record("latency_ms", elapsed.as_secs_f64() * 1000.0);
+        span.in_scope(|| tracing::info!("tool call finished"));
+        Ok(result_of(&outcome).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalog_has_four_read_only_tools_with_strict_bounded_schemas() {
+        let names: Vec<&str> = CATALOG.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(
+            names,
+            [SEARCH_WIKI, READ_WIKI, SEARCH_NEXTCLOUD, READ_NEXTCLOUD]
+        );
+        for tool in CATALOG.iter() {
+            let input = serde_json::Value::Object((*tool.input_schema).clone());
+            assert_eq!(input["type"], "object", "{}", tool.name);
+            assert_eq!(
+                input["additionalProperties"], false,
+                "{}: unknown fields refused",
+                tool.name
+            );
+            assert!(tool.output_schema.is_some(), "{}", tool.name);
+            let a = tool.annotations.as_ref().unwrap();
+            assert_eq!(
+                (
+                    a.read_only_hint,
+                    a.idempotent_hint,
+                    a.open_world_hint,
+                    a.destructive_hint
+                ),
+                (Some(true), Some(true), Some(true), Some(false))
+            );
+            assert!(
+                tool.description.as_ref().unwrap().contains("Good"),
+                "{}: an example",
+                tool.name
+            );
+        }
+        let search = serde_json::Value::Object((*CATALOG[0].input_schema).clone());
+        assert_eq!(search["properties"]["limit"]["maximum"], 50);
+        assert_eq!(search["properties"]["limit"]["default"], 10);
+        assert_eq!(search["required"], serde_json::json!(["query"]));
+        let nc = serde_json::Value::Object((*CATALOG[2].input_schema).clone());
+        assert_eq!(nc["required"], serde_json::json!(["query", "project_name"]));
+    }
+
+    #[test]
+    fn the_instructions_say_never_to_guess_the_project() {
+        assert!(INSTRUCTIONS.contains("readable by everyone"));
+        assert!(INSTRUCTIONS.contains("ask them"));
+        assert!(INSTRUCTIONS.contains("Never guess"));
+        assert!(INSTRUCTIONS.contains("next_offset"));
+    }
+}

@@ -1,0 +1,768 @@
+//! The four knowledge tools: their inputs (strict, bounded), outputs
+//! (structured, with a readable text rendering), descriptions written for
+//! an LLM, and how each runs against the sources.
+//!
+//! Nextcloud tools only ever touch `<NEXTCLOUD_BASE_PATH>/<project_name>/`:
+//! the project name is validated (not just the bare regex of the spec),
+//! read paths must lie inside that prefix segment by segment, and search
+//! hits outside it are dropped — so a wrong `project_name` finds nothing
+//! and never leaks another project's files.
+
+use acdm_core::{AbsPath, ErrorCode, PrefixError, ProjectName, RelPath};
+use acdm_sources::{EntryKind, GitRef, ReadRange, SourceError, Sources, WikiQuery};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::window::{Encoding, render};
+
+/// The tool names, as the LLM sees them.
+pub(crate) const SEARCH_WIKI: &str = "acdm_search_wiki";
+pub(crate) const READ_WIKI: &str = "acdm_read_wiki_file";
+pub(crate) const SEARCH_NEXTCLOUD: &str = "acdm_search_nextcloud";
+pub(crate) const READ_NEXTCLOUD: &str = "acdm_read_nextcloud_file";
+
+/// Suggestions are offered when a search returns fewer hits than this.
+const FEW_HITS: usize = 3;
+/// The longest query accepted, in characters.
+const MAX_QUERY_CHARS: usize = 500;
+
+fn default_limit() -> u32 {
+    10
+}
+
+fn default_ref() -> String {
+    "main".to_owned()
+}
+
+/// Input of `acdm_search_wiki`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SearchWikiInput {
+    /// Words to find in wiki file names and contents (case-insensitive,
+    /// matched literally). Use one or two distinctive words, e.g.
+    /// "weekly report" or "milestone"; not a whole question.
+    #[schemars(length(min = 1, max = 500))]
+    pub(crate) query: String,
+    /// How many hits to return (1–50, default 10).
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = 50))]
+    pub(crate) limit: u32,
+    /// Only search under this folder of the wiki, e.g. "guides" or
+    /// "policies/security". Omit to search the whole wiki.
+    #[serde(default)]
+    #[schemars(length(max = 1024))]
+    pub(crate) path_prefix: Option<String>,
+}
+
+/// Input of `acdm_read_wiki_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReadWikiInput {
+    /// The file's path in the wiki, exactly as a search hit gave it, e.g.
+    /// "guides/weekly-reports.md" (no leading slash).
+    #[schemars(length(min = 1, max = 1024))]
+    pub(crate) path: String,
+    /// Branch, tag or commit to read (default "main").
+    #[serde(default = "default_ref", rename = "ref")]
+    #[schemars(length(min = 1, max = 255))]
+    pub(crate) git_ref: String,
+    /// First byte to read (default 0). To continue a truncated read, pass
+    /// the `next_offset` of the previous answer.
+    #[serde(default)]
+    pub(crate) offset: u64,
+    /// How many bytes to read at most (default 32768, capped by the server).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub(crate) max_bytes: Option<u64>,
+}
+
+/// Input of `acdm_search_nextcloud`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SearchNextcloudInput {
+    /// Words to find in file and folder names of the project (Nextcloud
+    /// matches names, not contents), e.g. "kickoff" or "budget".
+    #[schemars(length(min = 1, max = 500))]
+    pub(crate) query: String,
+    /// The project's name exactly as it appears in the conversation or
+    /// workspace context, e.g. "Alpha". Never guess it: ask the user when
+    /// unsure.
+    #[schemars(length(min = 1, max = 100))]
+    pub(crate) project_name: String,
+    /// How many hits to return (1–50, default 10).
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = 50))]
+    pub(crate) limit: u32,
+}
+
+/// Input of `acdm_read_nextcloud_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReadNextcloudInput {
+    /// The file's full path as a search hit gave it, starting with the
+    /// project's folder, e.g. "/Projects/Alpha/meetings/2026-11-03-kickoff.md".
+    #[schemars(length(min = 1, max = 1024))]
+    pub(crate) path: String,
+    /// The project's name, the same as in the search, e.g. "Alpha".
+    #[schemars(length(min = 1, max = 100))]
+    pub(crate) project_name: String,
+    /// First byte to read (default 0). To continue a truncated read, pass
+    /// the `next_offset` of the previous answer.
+    #[serde(default)]
+    pub(crate) offset: u64,
+    /// How many bytes to read at most (default 32768, capped by the server).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub(crate) max_bytes: Option<u64>,
+}
+
+/// One wiki search hit.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct WikiHitOut {
+    /// Path in the wiki; pass it to acdm_read_wiki_file.
+    path: String,
+    /// The file name.
+    title: String,
+    /// 1-based line where the snippet starts (1 for a file-name match).
+    line: u64,
+    /// A few lines around the match; empty for a file-name match.
+    snippet: String,
+}
+
+/// Output of `acdm_search_wiki`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct SearchWikiOutput {
+    /// The query searched.
+    query: String,
+    /// The folder searched, if narrowed.
+    path_prefix: Option<String>,
+    /// How many matches the wiki counted in all, when it says.
+    total_count: Option<u64>,
+    /// How many hits are returned here.
+    returned: usize,
+    /// The hits: file-name matches first, then content matches.
+    hits: Vec<WikiHitOut>,
+    /// Ways to search better, when there were few hits.
+    suggestions: Vec<String>,
+}
+
+/// One Nextcloud search hit.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct FileHitOut {
+    /// Full path; pass it to acdm_read_nextcloud_file.
+    path: String,
+    /// The file or folder name.
+    title: String,
+    /// `file`, `folder`, or null when unknown.
+    kind: Option<String>,
+    /// The 1-based matching line, for content matches.
+    line: Option<u64>,
+    /// The matching line, for content matches.
+    snippet: Option<String>,
+}
+
+/// Output of `acdm_search_nextcloud`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct SearchNextcloudOutput {
+    /// The query searched.
+    query: String,
+    /// The project searched.
+    project_name: String,
+    /// The folder every hit lies in.
+    scope: String,
+    /// Nextcloud does not count matches: always null.
+    total_count: Option<u64>,
+    /// How many hits are returned here.
+    returned: usize,
+    /// The hits.
+    hits: Vec<FileHitOut>,
+    /// Ways to search better, when there were few hits.
+    suggestions: Vec<String>,
+}
+
+/// Output of the two read tools.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ReadOutput {
+    /// The file read.
+    path: String,
+    /// The wiki ref read (wiki only).
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    git_ref: Option<String>,
+    /// The project (Nextcloud only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    project_name: Option<String>,
+    /// The file's size in bytes, when known.
+    size: Option<u64>,
+    /// First byte of `content` in the file.
+    offset: u64,
+    /// Bytes of the file `content` covers.
+    returned_bytes: u64,
+    /// True when the file continues after this window.
+    truncated: bool,
+    /// Where to continue (pass it as `offset`), when truncated.
+    next_offset: Option<u64>,
+    /// `text` (UTF-8) or `base64` (binary content).
+    encoding: Encoding,
+    /// The MIME type, when known.
+    content_type: Option<String>,
+    /// The bytes, as text or base64.
+    content: String,
+}
+
+/// The structured content of a failed call.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ToolFailure {
+    /// A stable code from the ToolResponse table (`not_found`, …).
+    pub(crate) code: &'static str,
+    /// What went wrong.
+    pub(crate) message: String,
+    /// What to do next.
+    pub(crate) suggested_action: Option<String>,
+}
+
+/// A failed call, before it becomes a tool result.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) code: ErrorCode,
+    pub(crate) message: String,
+    pub(crate) suggested_action: Option<String>,
+}
+
+impl Failure {
+    fn new(code: ErrorCode, message: impl Into<String>, action: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            suggested_action: Some(action.into()),
+        }
+    }
+
+    fn invalid(field: &str, problem: impl std::fmt::Display, action: &str) -> Self {
+        Self::new(
+            ErrorCode::ValidationError,
+            format!("invalid {field}: {problem}"),
+            action,
+        )
+    }
+
+    fn source(error: &SourceError, action: Option<&str>) -> Self {
+        let code = error.code();
+        let suggested = action
+            .map(str::to_owned)
+            .or_else(|| code.default_suggested_action().map(str::to_owned));
+        if matches!(
+            error,
+            SourceError::Upstream { .. } | SourceError::InvalidResponse { .. }
+        ) {
+            tracing::warn!(error = %error, "source failed");
+        }
+        Self {
+            code,
+            message: error.to_string(),
+            suggested_action: suggested,
+        }
+    }
+
+    pub(crate) fn to_structured(&self) -> ToolFailure {
+        ToolFailure {
+            code: self.code.as_str(),
+            message: self.message.clone(),
+            suggested_action: self.suggested_action.clone(),
+        }
+    }
+}
+
+/// A successful call: structured content and its readable rendering.
+pub(crate) struct Success {
+    pub(crate) structured: serde_json::Value,
+    pub(crate) text: String,
+}
+
+fn success(value: &impl Serialize, text: String) -> Result<Success, Failure> {
+    let structured = serde_json::to_value(value).map_err(|_| {
+        Failure::new(
+            ErrorCode::InternalError,
+            "the result could not be encoded",
+            "Retry once.",
+        )
+    })?;
+    Ok(Success { structured, text })
+}
+
+/// Limits on read windows.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadLimits {
+    /// Window when `max_bytes` is omitted.
+    pub default_bytes: u64,
+    /// Largest window served, whatever is asked.
+    pub max_bytes: u64,
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        Self {
+            default_bytes: 32 * 1024,
+            max_bytes: 128 * 1024,
+        }
+    }
+}
+
+impl ReadLimits {
+    fn window(&self, offset: u64, asked: Option<u64>) -> Result<ReadRange, Failure> {
+        let len = asked.unwrap_or(self.default_bytes).min(self.max_bytes);
+        if len == 0 {
+            return Err(Failure::invalid(
+                "max_bytes",
+                "must be at least 1",
+                "Omit max_bytes for the default window.",
+            ));
+        }
+        Ok(ReadRange::new(offset, len))
+    }
+}
+
+fn check_query(query: &str) -> Result<&str, Failure> {
+    let trimmed = query.trim();
+    if trimmed.is_empty() {
+        return Err(Failure::invalid(
+            "query",
+            "is empty",
+            "Give one or two distinctive words to search for.",
+        ));
+    }
+    if trimmed.chars().count() > MAX_QUERY_CHARS {
+        return Err(Failure::invalid(
+            "query",
+            format!("is longer than {MAX_QUERY_CHARS} characters"),
+            "Search for one or two distinctive words, not a whole text.",
+        ));
+    }
+    if trimmed.chars().any(char::is_control) {
+        return Err(Failure::invalid(
+            "query",
+            "contains control characters",
+            "Search for plain words.",
+        ));
+    }
+    Ok(trimmed)
+}
+
+fn check_limit(limit: u32) -> Result<usize, Failure> {
+    if (1..=50).contains(&limit) {
+        Ok(limit as usize)
+    } else {
+        Err(Failure::invalid(
+            "limit",
+            format!("{limit} is outside 1–50"),
+            "Use a limit between 1 and 50, or omit it for 10.",
+        ))
+    }
+}
+
+/// The project's folder: `<base>/<project_name>`, with the name checked
+/// beyond the spec's regex (dot names, padding, invisible characters,
+/// look-alike separators, 250 bytes).
+fn project_scope(base: &AbsPath, project_name: &str) -> Result<(ProjectName, AbsPath), Failure> {
+    let name = ProjectName::parse(project_name).map_err(|e| {
+        Failure::invalid(
+            "project_name",
+            format!("{:?} {e}", project_name.chars().take(100).collect::<String>()),
+            "Use the project's name exactly as the conversation or workspace shows it; if unsure, ask the user.",
+        )
+    })?;
+    let scope = base.child(&name);
+    Ok((name, scope))
+}
+
+fn shorten(query: &str) -> String {
+    query.chars().take(64).collect()
+}
+
+fn suggestions(
+    query: &str,
+    returned: usize,
+    prefix: Option<&str>,
+    names_only: bool,
+) -> Vec<String> {
+    if returned >= FEW_HITS {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let words: Vec<&str> = query.split_whitespace().collect();
+    if words.len() > 1 {
+        let longest = words
+            .iter()
+            .max_by_key(|w| w.chars().count())
+            .copied()
+            .unwrap_or(query);
+        out.push(format!(
+            "Search for one distinctive word instead of the phrase, e.g. \"{longest}\"."
+        ));
+    }
+    if let Some(prefix) = prefix {
+        out.push(format!(
+            "Remove path_prefix \"{prefix}\" or use a parent folder to search more widely."
+        ));
+    }
+    if names_only {
+        out.push("This search matches file and folder names only: try a word likely to be in the file name, such as a meeting date, \"report\" or \"budget\".".to_owned());
+    } else {
+        out.push("Try a synonym, a singular or plural form, or a shorter word stem.".to_owned());
+    }
+    if returned > 0 {
+        out.push("Read the hits for details; a broader query may find related pages.".to_owned());
+    }
+    out
+}
+
+fn file_name(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_owned()
+}
+
+/// Runs the tools against the sources.
+#[derive(Clone)]
+pub(crate) struct Tools {
+    pub(crate) sources: Sources,
+    pub(crate) files_base: AbsPath,
+    pub(crate) limits: ReadLimits,
+}
+
+impl Tools {
+    pub(crate) async fn search_wiki(&self, input: SearchWikiInput) -> Result<Success, Failure> {
+        let query = check_query(&input.query)?;
+        let limit = check_limit(input.limit)?;
+        let prefix = match input
+            .path_prefix
+            .as_deref()
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
+            None => None,
+            Some(p) => Some(RelPath::parse_dir(p.trim_matches('/')).map_err(|e| {
+                Failure::invalid(
+                    "path_prefix",
+                    e,
+                    "Give a folder of the wiki such as \"guides\", or omit path_prefix.",
+                )
+            })?),
+        };
+        let found = self
+            .sources
+            .wiki
+            .search(&WikiQuery {
+                term: query.to_owned(),
+                limit,
+                path_prefix: prefix.clone().filter(|p| !p.is_root()),
+                git_ref: None,
+            })
+            .await
+            .map_err(|e| Failure::source(&e, None))?;
+        let prefix_text = prefix.filter(|p| !p.is_root()).map(|p| p.to_string());
+        let hits: Vec<WikiHitOut> = found
+            .hits
+            .into_iter()
+            .map(|h| WikiHitOut {
+                title: h.path.file_name().unwrap_or_default().to_owned(),
+                path: h.path.to_string(),
+                line: h.start_line,
+                snippet: h.snippet,
+            })
+            .collect();
+        let output = SearchWikiOutput {
+            query: query.to_owned(),
+            suggestions: suggestions(query, hits.len(), prefix_text.as_deref(), false),
+            path_prefix: prefix_text,
+            total_count: found.total,
+            returned: hits.len(),
+            hits,
+        };
+        let mut text = match output.total_count {
+            Some(total) => format!(
+                "{} of {total} wiki matches for \"{query}\"",
+                output.returned
+            ),
+            None => format!("{} wiki matches for \"{query}\"", output.returned),
+        };
+        if let Some(p) = &output.path_prefix {
+            text.push_str(&format!(" under {p}/"));
+        }
+        text.push_str(":\n");
+        for (i, hit) in output.hits.iter().enumerate() {
+            text.push_str(&format!("{}. {} (line {})\n", i + 1, hit.path, hit.line));
+            for line in hit.snippet.lines() {
+                text.push_str(&format!("   > {line}\n"));
+            }
+        }
+        for s in &output.suggestions {
+            text.push_str(&format!("Suggestion: {s}\n"));
+        }
+        success(&output, text)
+    }
+
+    pub(crate) async fn read_wiki(&self, input: ReadWikiInput) -> Result<Success, Failure> {
+        let path = RelPath::parse(input.path.trim().trim_start_matches('/')).map_err(|e| {
+            Failure::invalid("path", e, "Use a path exactly as acdm_search_wiki returned it, e.g. \"guides/weekly-reports.md\".")
+        })?;
+        let git_ref = GitRef::parse(input.git_ref.trim()).map_err(|e| {
+            Failure::invalid(
+                "ref",
+                e,
+                "Use a branch or tag name such as \"main\", or omit ref.",
+            )
+        })?;
+        let range = self.limits.window(input.offset, input.max_bytes)?;
+        let read = self
+            .sources
+            .wiki
+            .read(&path, Some(&git_ref), range)
+            .await
+            .map_err(|e| match e {
+                SourceError::NotFound(_) => Failure::source(
+                    &e,
+                    Some("Search the wiki with acdm_search_wiki to find the exact path."),
+                ),
+                other => Failure::source(&other, None),
+            })?;
+        let rendered = render(&read.window, range.len);
+        let output = ReadOutput {
+            path: path.to_string(),
+            git_ref: Some(read.git_ref.to_string()),
+            project_name: None,
+            size: read.window.size,
+            offset: read.window.offset,
+            returned_bytes: rendered.returned_bytes,
+            truncated: rendered.truncated,
+            next_offset: rendered.next_offset,
+            encoding: rendered.encoding,
+            content_type: read.window.content_type,
+            content: rendered.content,
+        };
+        let text = read_text(
+            &output,
+            &format!("wiki file {} at {}", output.path, git_ref),
+        );
+        success(&output, text)
+    }
+
+    pub(crate) async fn search_nextcloud(
+        &self,
+        input: SearchNextcloudInput,
+    ) -> Result<Success, Failure> {
+        let query = check_query(&input.query)?;
+        let limit = check_limit(input.limit)?;
+        let (name, scope) = project_scope(&self.files_base, &input.project_name)?;
+        let found = self
+            .sources
+            .search
+            .search(query, limit, &scope)
+            .await
+            .map_err(|e| Failure::source(&e, None))?;
+        // The source filters already; this is the second, independent check.
+        let hits: Vec<FileHitOut> = found
+            .into_iter()
+            .filter(|h| scope.contains(&h.path) && h.path != scope)
+            .take(limit)
+            .map(|h| {
+                let path = h.path.to_string();
+                FileHitOut {
+                    title: file_name(&path),
+                    path,
+                    kind: h.kind.map(|k| match k {
+                        EntryKind::File => "file".to_owned(),
+                        EntryKind::Folder => "folder".to_owned(),
+                    }),
+                    line: h.line,
+                    snippet: h.snippet,
+                }
+            })
+            .collect();
+        let names_only = self.sources.search.kind() == "nextcloud";
+        let output = SearchNextcloudOutput {
+            query: query.to_owned(),
+            project_name: name.to_string(),
+            scope: scope.as_prefix(),
+            total_count: None,
+            returned: hits.len(),
+            suggestions: suggestions(query, hits.len(), None, names_only),
+            hits,
+        };
+        let mut text = format!(
+            "{} files matching \"{query}\" in {}:\n",
+            output.returned, output.scope
+        );
+        for (i, hit) in output.hits.iter().enumerate() {
+            let kind = hit
+                .kind
+                .as_deref()
+                .map(|k| format!(" [{k}]"))
+                .unwrap_or_default();
+            match (&hit.line, &hit.snippet) {
+                (Some(line), Some(snippet)) => text.push_str(&format!(
+                    "{}. {}{kind} (line {line})\n   > {snippet}\n",
+                    i + 1,
+                    hit.path
+                )),
+                _ => text.push_str(&format!("{}. {}{kind}\n", i + 1, hit.path)),
+            }
+        }
+        for s in &output.suggestions {
+            text.push_str(&format!("Suggestion: {s}\n"));
+        }
+        success(&output, text)
+    }
+
+    pub(crate) async fn read_nextcloud(
+        &self,
+        input: ReadNextcloudInput,
+    ) -> Result<Success, Failure> {
+        let (name, scope) = project_scope(&self.files_base, &input.project_name)?;
+        let rel = scope.strip_prefix_of(input.path.trim()).map_err(|e| match e {
+            PrefixError::Outside { prefix } => Failure::new(
+                ErrorCode::PermissionDenied,
+                format!(
+                    "path outside project scope: {:?} (required prefix: {:?})",
+                    input.path.chars().take(300).collect::<String>(),
+                    prefix
+                ),
+                "Use a path that starts with the project's folder, as acdm_search_nextcloud returns it, and the same project_name.",
+            ),
+            PrefixError::Invalid(problem) => Failure::new(
+                ErrorCode::InvalidPath,
+                format!("invalid path: {problem}"),
+                "Use a full path exactly as acdm_search_nextcloud returned it.",
+            ),
+        })?;
+        if rel.is_root() {
+            return Err(Failure::new(
+                ErrorCode::InvalidPath,
+                "the path names the project folder itself, not a file",
+                "Search the project with acdm_search_nextcloud and read one of the files it finds.",
+            ));
+        }
+        let range = self.limits.window(input.offset, input.max_bytes)?;
+        let path = scope.join(&rel);
+        let stream = self
+            .sources
+            .files
+            .read(&path, range)
+            .await
+            .map_err(|e| match e {
+                SourceError::NotFound(_) => Failure::source(
+                    &e,
+                    Some("Search the project with acdm_search_nextcloud to find the exact path."),
+                ),
+                SourceError::Conflict(_) => Failure::source(
+                    &e,
+                    Some("This is a folder; search inside it with acdm_search_nextcloud."),
+                ),
+                other => Failure::source(&other, None),
+            })?;
+        let window = stream
+            .collect(range.len)
+            .await
+            .map_err(|e| Failure::source(&e, None))?;
+        let rendered = render(&window, range.len);
+        let output = ReadOutput {
+            path: path.to_string(),
+            git_ref: None,
+            project_name: Some(name.to_string()),
+            size: window.size,
+            offset: window.offset,
+            returned_bytes: rendered.returned_bytes,
+            truncated: rendered.truncated,
+            next_offset: rendered.next_offset,
+            encoding: rendered.encoding,
+            content_type: window.content_type,
+            content: rendered.content,
+        };
+        let text = read_text(&output, &output.path.clone());
+        success(&output, text)
+    }
+}
+
+fn read_text(output: &ReadOutput, what: &str) -> String {
+    let end = output.offset + output.returned_bytes;
+    let size = output.size.map(|s| format!(" of {s}")).unwrap_or_default();
+    let mut text = format!("{what}: bytes {}–{end}{size}", output.offset);
+    if let Some(next) = output.next_offset {
+        text.push_str(&format!(" (truncated; continue with offset={next})"));
+    }
+    match output.encoding {
+        Encoding::Text => {
+            text.push_str("\n\n");
+            text.push_str(&output.content);
+        }
+        Encoding::Base64 => text.push_str(&format!(
+            "\nbinary content ({}), base64 in the structured result's `content`",
+            output.content_type.as_deref().unwrap_or("unknown type")
+        )),
+    }
+    text
+}
+
+/// The query, shortened for logs.
+pub(crate) fn log_query(arguments: Option<&serde_json::Map<String, serde_json::Value>>) -> String {
+    arguments
+        .and_then(|a| a.get("query").or_else(|| a.get("path")))
+        .and_then(serde_json::Value::as_str)
+        .map(shorten)
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_appear_only_for_few_hits_and_fit_the_search() {
+        assert!(suggestions("deploy", 3, None, false).is_empty());
+        let s = suggestions("how do we deploy safely", 0, Some("guides"), false);
+        assert!(s[0].contains("\"safely\""), "{s:?}");
+        assert!(
+            s.iter().any(|x| x.contains("path_prefix \"guides\"")),
+            "{s:?}"
+        );
+        let s = suggestions("budget", 1, None, true);
+        assert!(s.iter().any(|x| x.contains("names only")), "{s:?}");
+        assert!(s.iter().any(|x| x.contains("Read the hits")), "{s:?}");
+    }
+
+    #[test]
+    fn project_names_are_checked_beyond_the_regex() {
+        let base = AbsPath::parse("/Projects").unwrap();
+        assert_eq!(
+            project_scope(&base, "Alpha").unwrap().1.to_string(),
+            "/Projects/Alpha"
+        );
+        for bad in [
+            "..",
+            ".",
+            " .. ",
+            "a/b",
+            "a\u{FF0F}b",
+            "\u{202E}x",
+            &"😀".repeat(100),
+            "%2e%2e",
+            "x\u{7f}",
+        ] {
+            let e = project_scope(&base, bad).unwrap_err();
+            assert_eq!(e.code, ErrorCode::ValidationError, "{bad:?}");
+            assert!(
+                e.message.starts_with("invalid project_name"),
+                "{}",
+                e.message
+            );
+        }
+    }
+
+    #[test]
+    fn windows_are_capped_by_the_server() {
+        let limits = ReadLimits {
+            default_bytes: 100,
+            max_bytes: 1000,
+        };
+        assert_eq!(limits.window(5, None).unwrap(), ReadRange::new(5, 100));
+        assert_eq!(limits.window(0, Some(50_000)).unwrap().len, 1000);
+        assert!(limits.window(0, Some(0)).is_err());
+    }
+}

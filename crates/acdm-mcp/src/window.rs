@@ -1,0 +1,171 @@
+//! Turning a read window into what a tool returns: text when the bytes are
+//! UTF-8 text, base64 otherwise, never cutting a character in two, with the
+//! offset to continue from.
+
+use acdm_sources::Window;
+use base64::Engine;
+use serde::Serialize;
+
+/// How `content` is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Encoding {
+    /// UTF-8 text.
+    Text,
+    /// Base64 of binary bytes.
+    Base64,
+}
+
+/// A rendered window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rendered {
+    pub(crate) encoding: Encoding,
+    pub(crate) content: String,
+    /// Bytes of the file this content covers (may be fewer than read when
+    /// a character was cut at the end).
+    pub(crate) returned_bytes: u64,
+    /// True when the file continues after the returned bytes.
+    pub(crate) truncated: bool,
+    /// Where to continue reading, when truncated.
+    pub(crate) next_offset: Option<u64>,
+}
+
+/// MIME types that are text even though they are `application/…`.
+fn textual(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence.starts_with("text/")
+        || matches!(
+            essence.as_str(),
+            "application/json"
+                | "application/xml"
+                | "application/yaml"
+                | "application/x-yaml"
+                | "application/javascript"
+                | "application/toml"
+                | "application/x-sh"
+                | "application/sql"
+        )
+        || essence.ends_with("+json")
+        || essence.ends_with("+xml")
+}
+
+fn binary_type(content_type: Option<&str>) -> bool {
+    content_type.is_some_and(|t| {
+        let essence = t.split(';').next().unwrap_or_default().trim();
+        !essence.is_empty() && essence != "application/octet-stream" && !textual(essence)
+    })
+}
+
+/// Renders `window` (read with a requested length of `requested`).
+pub(crate) fn render(window: &Window, requested: u64) -> Rendered {
+    let bytes = &window.bytes[..];
+    let more_in_file = window.has_more(requested);
+    let as_binary = |bytes: &[u8]| Rendered {
+        encoding: Encoding::Base64,
+        content: base64::engine::general_purpose::STANDARD.encode(bytes),
+        returned_bytes: bytes.len() as u64,
+        truncated: more_in_file,
+        next_offset: more_in_file.then(|| window.offset + bytes.len() as u64),
+    };
+    if binary_type(window.content_type.as_deref()) || bytes.contains(&0) {
+        return as_binary(bytes);
+    }
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        // A character cut by the end of the window: stop before it, and
+        // continue from its first byte.
+        Err(e) if e.error_len().is_none() && more_in_file && e.valid_up_to() > 0 => {
+            std::str::from_utf8(bytes.get(..e.valid_up_to()).unwrap_or_default())
+                .unwrap_or_default()
+        }
+        Err(_) => return as_binary(bytes),
+    };
+    let returned = text.len() as u64;
+    let truncated = more_in_file || returned < bytes.len() as u64;
+    Rendered {
+        encoding: Encoding::Text,
+        content: text.to_owned(),
+        returned_bytes: returned,
+        truncated,
+        next_offset: truncated.then(|| window.offset + returned),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    fn window(bytes: &'static [u8], offset: u64, size: u64, content_type: Option<&str>) -> Window {
+        Window {
+            size: Some(size),
+            etag: None,
+            content_type: content_type.map(str::to_owned),
+            offset,
+            bytes: Bytes::from_static(bytes),
+        }
+    }
+
+    #[test]
+    fn text_windows_continue_where_they_stop() {
+        let r = render(&window(b"hello world", 0, 11, Some("text/markdown")), 100);
+        assert_eq!(
+            (r.encoding, r.content.as_str(), r.truncated, r.next_offset),
+            (Encoding::Text, "hello world", false, None)
+        );
+        let r = render(&window(b"hello", 0, 11, None), 5);
+        assert_eq!((r.truncated, r.next_offset), (true, Some(5)));
+        let r = render(&window(b"world", 6, 11, None), 5);
+        assert_eq!((r.truncated, r.next_offset), (false, None));
+    }
+
+    #[test]
+    fn a_character_cut_by_the_window_is_left_for_the_next_one() {
+        // "café" is 63 61 66 c3 a9; a 4-byte window cuts the é.
+        let r = render(&window(b"caf\xc3", 0, 5, None), 4);
+        assert_eq!(
+            (
+                r.encoding,
+                r.content.as_str(),
+                r.returned_bytes,
+                r.next_offset
+            ),
+            (Encoding::Text, "caf", 3, Some(3))
+        );
+        let r = render(&window(b"\xc3\xa9", 3, 5, None), 4);
+        assert_eq!((r.content.as_str(), r.truncated), ("é", false));
+    }
+
+    #[test]
+    fn binary_is_base64_by_type_nul_or_invalid_utf8() {
+        let r = render(
+            &window(
+                b"%PDF-1.7 text-looking header",
+                0,
+                1000,
+                Some("application/pdf"),
+            ),
+            28,
+        );
+        assert_eq!(r.encoding, Encoding::Base64);
+        assert_eq!(r.next_offset, Some(28));
+        let r = render(&window(b"ab\0cd", 0, 5, None), 10);
+        assert_eq!(
+            (r.encoding, r.content.as_str()),
+            (Encoding::Base64, "YWIAY2Q=")
+        );
+        let r = render(&window(b"\xff\xfe\xfd", 0, 3, None), 10);
+        assert_eq!(r.encoding, Encoding::Base64);
+        let r = render(
+            &window(b"{\"a\":1}", 0, 7, Some("application/json; charset=utf-8")),
+            10,
+        );
+        assert_eq!(r.encoding, Encoding::Text);
+    }
+}

@@ -1,0 +1,17 @@
+//! The Knowledge MCP server, driven as an MCP client drives it: JSON-RPC
+//! over its real router, fixture sources, a recording upstream for the
+//! scope rules.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::print_stderr,
+    reason = "tests fail loudly and report what they measured"
+)]
+
+mod harness;
+mod scope;
+mod tools;
+mod transport;

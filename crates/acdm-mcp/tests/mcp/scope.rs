@@ -1,0 +1,281 @@
+//! No request outside `<base>/<project_name>/`: every payload of the public
+//! traversal corpora (`shared/corpus/traversal/`) goes into `path` and into
+//! `project_name` of the Nextcloud tools, against a recording upstream. After
+//! each call, every request that reached the upstream must land — decoded
+//! once, as sabre/dav decodes it — inside that call's project folder, with
+//! no dot segment; a refused name or path must send nothing at all.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use acdm_core::ProjectName;
+use acdm_mcp::McpMetrics;
+use acdm_sources::nextcloud::{NextcloudConfig, NextcloudFiles, NextcloudSearch};
+use acdm_sources::{Sources, http::HttpClient, http::HttpSettings};
+use axum::Router;
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use percent_encoding::percent_decode_str;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use unicode_normalization::UnicodeNormalization;
+
+use crate::harness::{Mcp, settings};
+
+/// The upstream: records every request; answers WebDAV with 404 and the
+/// search with hits in several projects (and hostile ones).
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<String>>>);
+
+impl Recorder {
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+async fn upstream(recorder: Recorder, request: Request) -> Response {
+    let target = request
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_default();
+    recorder
+        .0
+        .lock()
+        .unwrap()
+        .push(format!("{} {target}", request.method()));
+    if request.uri().path().starts_with("/ocs/") {
+        let entry = |path: &str| json!({"title": "x", "icon": "", "attributes": {"path": path}});
+        let body = json!({"ocs": {"meta": {"status": "ok", "statuscode": 200, "message": "OK"}, "data": {
+        "name": "Files", "isPaginated": true, "cursor": null, "entries": [
+            entry("/Projects/Alpha/notes/x.md"), entry("/Projects/Beta/secret.md"),
+            entry("/Projects/Alpha/../Beta/secret.md"), entry("/Projects/Alpha-evil/x.md"),
+            entry("/other/x.md"), entry("../../etc/passwd"),
+        ]}}});
+        return axum::Json(body).into_response();
+    }
+    StatusCode::NOT_FOUND.into_response()
+}
+
+fn corpus() -> BTreeSet<String> {
+    let mut all: BTreeSet<String> = [
+        "..",
+        " ..",
+        "..\u{a0}",
+        "a/../../Beta/x",
+        "a//b",
+        "\\\\evil\\share",
+        "\u{FF0E}\u{FF0E}/x",
+        "\u{2025}/x",
+        "a\u{FF0F}..\u{FF0F}x",
+        "x%00y",
+        "%2e%2e/x",
+        "%252e%252e/x",
+        "..%2f..%2fx",
+        "a#b",
+        "a?b=c",
+        "a;b",
+        "cafe\u{301}",
+        "\u{202E}txt.exe",
+        ".htaccess",
+        "trail.",
+        "trail ",
+        "Alpha/../Beta",
+        "../Beta/x.md",
+        "Alpha-evil",
+        "/Projects/Beta/x",
+        "//evil.example/x",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    let shared = std::env::var_os("ACDM_SHARED_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+        PathBuf::from,
+    );
+    let dir = shared.join("corpus/traversal");
+    if !dir.is_dir() {
+        assert!(
+            std::env::var_os("ACDM_REQUIRE_CORPUS").is_none(),
+            "no corpus at {}",
+            dir.display()
+        );
+        eprintln!(
+            "traversal corpus not found at {}; only the hand-written cases run",
+            dir.display()
+        );
+        return all;
+    }
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "txt") {
+            all.extend(
+                std::fs::read_to_string(&path)
+                    .unwrap()
+                    .lines()
+                    .map(str::to_owned),
+            );
+        }
+    }
+    all
+}
+
+/// Where sabre/dav + Nextcloud would take this request target: decoded
+/// once, NFC, `\` as `/`, empty segments collapsed; `None` on a dot segment
+/// (the escape we are guarding against) or an undecodable path.
+fn landing(target: &str) -> Option<Vec<String>> {
+    let path = target.split_once(' ').map_or(target, |(_, t)| t);
+    let path = path.split(['?', '#']).next().unwrap_or_default();
+    let decoded = percent_decode_str(path).decode_utf8().ok()?;
+    let normalised: String = decoded.nfc().collect::<String>().replace('\\', "/");
+    let mut segments = Vec::new();
+    for segment in normalised.split('/') {
+        match segment.trim() {
+            "" => {}
+            "." | ".." => return None,
+            _ => segments.push(segment.to_owned()),
+        }
+    }
+    Some(segments)
+}
+
+struct Check<'a> {
+    mcp: &'a Mcp,
+    recorder: &'a Recorder,
+    requests: usize,
+    calls: usize,
+}
+
+impl Check<'_> {
+    /// Calls `tool` as project `project`; checks every upstream request it
+    /// caused stays in that project's folder (or that none was sent when
+    /// the name is invalid).
+    async fn call(&mut self, tool: &str, project: &str, arguments: Value) {
+        let result = self.mcp.tool(tool, arguments.clone()).await;
+        self.calls += 1;
+        let seen = self.recorder.take();
+        let Ok(name) = ProjectName::parse(project) else {
+            assert!(
+                seen.is_empty(),
+                "{arguments}: an invalid project name sent {seen:?}"
+            );
+            assert_eq!(result["isError"], true);
+            return;
+        };
+        let prefix = ["remote.php", "dav", "files", "u", "Projects", name.as_str()];
+        for request in &seen {
+            self.requests += 1;
+            if request.contains(" /ocs/") {
+                continue; // the search request carries no path
+            }
+            let landed = landing(request)
+                .unwrap_or_else(|| panic!("{arguments}: dot segment or garbage in {request}"));
+            assert!(
+                landed.len() > prefix.len() && landed.iter().zip(prefix).all(|(a, b)| a == b),
+                "{arguments}: {request} lands at {landed:?}, outside /Projects/{name}/"
+            );
+        }
+        if tool == "acdm_search_nextcloud" && result["isError"] == false {
+            let scope = format!("/Projects/{name}/");
+            for hit in result["structuredContent"]["hits"].as_array().unwrap() {
+                assert!(
+                    hit["path"].as_str().unwrap().starts_with(&scope),
+                    "{arguments}: {hit}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn no_corpus_payload_reaches_outside_the_project_folder() {
+    let recorder = Recorder::default();
+    let app = Router::new().fallback({
+        let recorder = recorder.clone();
+        move |request: Request| upstream(recorder.clone(), request)
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let config = NextcloudConfig {
+        url: url::Url::parse(&format!("http://{addr}/")).unwrap(),
+        user: "u".to_owned(),
+        app_password: Some(SecretString::from("p")),
+    };
+    let http = HttpClient::new(HttpSettings {
+        retries: 0,
+        ..HttpSettings::default()
+    })
+    .unwrap();
+    let files = Arc::new(NextcloudFiles::new(config.clone(), http.clone()).unwrap());
+    let sources = Sources {
+        wiki: Arc::new(acdm_sources::Unconfigured::new("GITLAB_WIKI_BASE_URL")),
+        files,
+        search: Arc::new(NextcloudSearch::new(config, http).unwrap()),
+    };
+    let mcp = Mcp::with_router(acdm_mcp::router(
+        sources,
+        settings(),
+        McpMetrics::unregistered(),
+    ));
+    let mut check = Check {
+        mcp: &mcp,
+        recorder: &recorder,
+        requests: 0,
+        calls: 0,
+    };
+    let started = Instant::now();
+    let payloads = corpus();
+    for p in &payloads {
+        check
+            .call(
+                "acdm_read_nextcloud_file",
+                "Alpha",
+                json!({"project_name": "Alpha", "path": format!("/Projects/Alpha/{p}")}),
+            )
+            .await;
+        check
+            .call(
+                "acdm_read_nextcloud_file",
+                "Alpha",
+                json!({"project_name": "Alpha", "path": p}),
+            )
+            .await;
+        check
+            .call(
+                "acdm_read_nextcloud_file",
+                p,
+                json!({"project_name": p, "path": format!("/Projects/{p}/x.md")}),
+            )
+            .await;
+        check
+            .call(
+                "acdm_search_nextcloud",
+                p,
+                json!({"project_name": p, "query": "x"}),
+            )
+            .await;
+    }
+    // The sibling-prefix attack, explicitly.
+    check
+        .call(
+            "acdm_read_nextcloud_file",
+            "Alpha",
+            json!({"project_name": "Alpha", "path": "/Projects/Alpha-evil/x.md"}),
+        )
+        .await;
+    eprintln!(
+        "{} payloads, {} tool calls, {} upstream requests, all inside the project folder ({:.1} s)",
+        payloads.len(),
+        check.calls,
+        check.requests,
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        check.requests > 0,
+        "some payloads are legitimate names and reach the upstream"
+    );
+}
