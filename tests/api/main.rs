@@ -18,4 +18,5 @@ mod health;
 mod helpers;
 mod lifecycle;
 mod logs;
+mod mcp;
 mod sources;

@@ -9,19 +9,23 @@ use std::time::Duration;
 use acdm_bff::admin::{self, AdminState};
 use acdm_bff::envelope::failure;
 use acdm_core::{ErrorCode, ScopeResolver, TokenDigest};
+use acdm_mcp::{McpMetrics, McpSettings, ReadLimits};
 use acdm_sources::gitlab::{GitLabConfig, GitLabWiki};
 use acdm_sources::http::HttpClient;
 use acdm_sources::local::{LocalFileSearch, LocalFileStore, LocalWiki};
 use acdm_sources::nextcloud::{NextcloudConfig, NextcloudFiles, NextcloudSearch};
-use acdm_sources::{FileSearch, FileStore, GitRef, Sources, WikiSource};
+use acdm_sources::{FileSearch, FileStore, GitRef, Sources, Unconfigured, WikiSource};
 use acdm_store::Store;
 use anyhow::Context;
 use axum::Router;
 use axum::extract::Request;
+use axum::extract::State;
 use axum::http::HeaderName;
+use axum::response::IntoResponse;
 use axum::response::Response;
 use axum::routing::get;
 use axum::serve::ListenerExt;
+use prometheus_client::registry::Registry;
 use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -38,6 +42,13 @@ use crate::http;
 /// Everything a router needs.
 #[derive(Clone)]
 pub struct AppState {
+    /// Cancelled on shutdown (ends MCP streams, stops background tasks).
+    pub shutdown: CancellationToken,
+    /// Prometheus metrics, served at `/metrics`.
+    pub metrics: Arc<Registry>,
+    mcp_metrics: McpMetrics,
+    http_metrics: http::HttpMetrics,
+    mcp: McpSettings,
     /// The database.
     pub store: Store,
     /// The wiki, the project files and file search.
@@ -71,7 +82,26 @@ impl AppState {
                     digest,
                 )
             });
+        let shutdown = CancellationToken::new();
+        let mut registry = Registry::default();
+        let mcp_metrics = McpMetrics::register(&mut registry);
+        let http_metrics = http::HttpMetrics::register(&mut registry);
+        let mcp = McpSettings {
+            allowed_hosts: config.mcp_allowed_hosts.clone(),
+            sessions: config.mcp_sessions,
+            files_base: config.files_base.clone(),
+            read_limits: ReadLimits {
+                default_bytes: (32 * 1024).min(config.mcp_max_read_bytes),
+                max_bytes: config.mcp_max_read_bytes,
+            },
+            shutdown: shutdown.clone(),
+        };
         Self {
+            shutdown,
+            metrics: Arc::new(registry),
+            mcp_metrics,
+            http_metrics,
+            mcp,
             readiness: Arc::new(Readiness::new(store.clone(), service_token.is_some())),
             gate: ServiceGate::new(service_token),
             store,
@@ -103,9 +133,34 @@ pub fn router(state: &AppState) -> Router {
     with_global_layers(state, adapter_routes(state))
 }
 
-/// The routes of the adapters (the MCP server and the BFF join here).
-fn adapter_routes(_state: &AppState) -> Router {
-    Router::new()
+/// The routes of the adapters: the MCP server (the BFF joins here).
+fn adapter_routes(state: &AppState) -> Router {
+    acdm_mcp::router(
+        state.sources.clone(),
+        state.mcp.clone(),
+        state.mcp_metrics.clone(),
+    )
+}
+
+/// `GET /metrics`: Prometheus text exposition. Open like the probes: it
+/// holds counts by tool, outcome and surface only — no identities, paths
+/// or secrets.
+async fn metrics(State(registry): State<Arc<Registry>>) -> Response {
+    let mut text = String::new();
+    match prometheus_client::encoding::text::encode(&mut text, &registry) {
+        Ok(()) => {
+            let mut response = text.into_response();
+            response.headers_mut().insert(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static(
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                ),
+            );
+            response.extensions_mut().insert(http::Probe);
+            response
+        }
+        Err(_) => failure(ErrorCode::InternalError, "metrics could not be encoded"),
+    }
 }
 
 /// Adds the probes and the operator API to `routes` and puts everything
@@ -120,7 +175,7 @@ pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
             "/readyz",
             get(health::readyz).with_state(state.readiness.clone()),
         )
-        .route("/mcp/health", get(health::mcp_health));
+        .route("/metrics", get(metrics).with_state(state.metrics.clone()));
     if let Some(admin_state) = &state.admin {
         routes = routes.merge(admin::router(admin_state.clone()));
     }
@@ -145,6 +200,10 @@ pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
                         .on_failure(()),
                 )
                 .layer(CatchPanicLayer::custom(http::panic_response))
+                .layer(axum::middleware::from_fn_with_state(
+                    state.http_metrics.clone(),
+                    http::count,
+                ))
                 .layer(axum::middleware::from_fn_with_state(
                     state.gate.clone(),
                     service_gate,
@@ -178,7 +237,7 @@ impl Application {
             "sources ready"
         );
         let state = AppState::new(config, store.clone(), sources);
-        let shutdown = CancellationToken::new();
+        let shutdown = state.shutdown.clone();
         acdm_store::spawn_scope_watcher(
             store,
             state.resolver.clone(),
@@ -263,6 +322,7 @@ pub fn build_sources(config: &Config) -> anyhow::Result<Sources> {
         .context("cannot build the upstream HTTP client")?;
     let main = GitRef::parse("main").context("the default wiki ref")?;
     let wiki: Arc<dyn WikiSource> = match &config.gitlab {
+        None if !config.local_sources => Arc::new(Unconfigured::new("GITLAB_WIKI_BASE_URL")),
         Some(gitlab) => Arc::new(
             GitLabWiki::new(
                 GitLabConfig {
@@ -281,6 +341,10 @@ pub fn build_sources(config: &Config) -> anyhow::Result<Sources> {
         ),
     };
     let (files, search): (Arc<dyn FileStore>, Arc<dyn FileSearch>) = match &config.nextcloud {
+        None if !config.local_sources => {
+            let none = Arc::new(Unconfigured::new("NEXTCLOUD_URL"));
+            (none.clone(), none)
+        }
         Some(nextcloud) => {
             let nc = NextcloudConfig {
                 url: nextcloud.url.clone(),

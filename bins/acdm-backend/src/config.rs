@@ -131,6 +131,21 @@ pub const SETTINGS: &[Setting] = &[
         "Folder inside the service account's files that holds one folder per project: `<NEXTCLOUD_BASE_PATH>/<project name>/`.",
     ),
     setting(
+        "ACDM_LOCAL_SOURCES",
+        "true",
+        "Use local folders under ACDM_DATA_DIR for the wiki and files when GitLab or Nextcloud is not configured. Production sets `false`: an unconfigured source then answers `source_not_configured` instead of serving an empty folder.",
+    ),
+    setting(
+        "ACDM_MCP_SESSIONS",
+        "false",
+        "Keep MCP sessions (SSE streams, `Mcp-Session-Id`). Default: stateless with JSON responses, so any replica answers any request.",
+    ),
+    setting(
+        "ACDM_MCP_MAX_READ_BYTES",
+        "131072",
+        "Largest window the MCP read tools return in one call (1024–4194304); the default window is 32 KiB or this, whichever is smaller.",
+    ),
+    setting(
         "ACDM_UPSTREAM_CONNECT_TIMEOUT_SECONDS",
         "5",
         "Time allowed to connect to GitLab or Nextcloud (1–60).",
@@ -252,6 +267,12 @@ pub struct Config {
     pub gitlab: Option<GitlabSettings>,
     /// `NEXTCLOUD_*`.
     pub nextcloud: Option<NextcloudSettings>,
+    /// `ACDM_LOCAL_SOURCES`: local folders stand in for unconfigured sources.
+    pub local_sources: bool,
+    /// `ACDM_MCP_SESSIONS`.
+    pub mcp_sessions: bool,
+    /// `ACDM_MCP_MAX_READ_BYTES`.
+    pub mcp_max_read_bytes: u64,
     /// `ACDM_UPSTREAM_*`: timeouts and retries of GitLab and Nextcloud calls.
     pub upstream: acdm_sources::http::HttpSettings,
     /// `ACDM_MCP_ALLOWED_HOSTS`, lowercased.
@@ -678,6 +699,9 @@ impl Config {
             _ => None,
         };
 
+        let local_sources = r.bool("ACDM_LOCAL_SOURCES", true);
+        let mcp_sessions = r.bool("ACDM_MCP_SESSIONS", false);
+        let mcp_max_read_bytes = r.number("ACDM_MCP_MAX_READ_BYTES", 128 * 1024, 1024..=4 << 20);
         let upstream = acdm_sources::http::HttpSettings {
             connect_timeout: Duration::from_secs(r.number(
                 "ACDM_UPSTREAM_CONNECT_TIMEOUT_SECONDS",
@@ -734,6 +758,9 @@ impl Config {
             files_base,
             gitlab,
             nextcloud,
+            local_sources,
+            mcp_sessions,
+            mcp_max_read_bytes,
             upstream,
             mcp_allowed_hosts,
             scope_cache_ttl,
@@ -771,7 +798,8 @@ impl Config {
                     "GITLAB_WIKI_PROJECT_ID": g.project_id,
                     "GITLAB_WIKI_PAT": set(&g.pat),
                 }),
-                None => json!({ "source": "local folder" }),
+                None if self.local_sources => json!({ "source": "local folder" }),
+                None => json!({ "source": "not configured" }),
             },
             "files": match &self.nextcloud {
                 Some(n) => json!({
@@ -780,8 +808,12 @@ impl Config {
                     "NEXTCLOUD_USER": n.user,
                     "NEXTCLOUD_APP_PASSWORD": set(&n.app_password),
                 }),
-                None => json!({ "source": "local folder" }),
+                None if self.local_sources => json!({ "source": "local folder" }),
+                None => json!({ "source": "not configured" }),
             },
+            "ACDM_LOCAL_SOURCES": self.local_sources,
+            "ACDM_MCP_SESSIONS": self.mcp_sessions,
+            "ACDM_MCP_MAX_READ_BYTES": self.mcp_max_read_bytes,
             "ACDM_UPSTREAM_CONNECT_TIMEOUT_SECONDS": self.upstream.connect_timeout.as_secs(),
             "ACDM_UPSTREAM_READ_TIMEOUT_SECONDS": self.upstream.read_timeout.as_secs(),
             "ACDM_UPSTREAM_TIMEOUT_SECONDS": self.upstream.timeout.as_secs(),

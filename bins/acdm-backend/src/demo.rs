@@ -113,27 +113,18 @@ async fn provision(store: &Store, config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prepares the sample data and serves until stopped.
-pub async fn run(config: &Config) -> anyhow::Result<()> {
+/// Provisions the sample project, agent and members in the database and
+/// writes the sample pages and files (leaving existing ones alone); returns
+/// the project folder. The service itself is not started.
+/// Refuses when GitLab or Nextcloud is configured.
+pub async fn prepare(config: &Config) -> anyhow::Result<AbsPath> {
     if config.gitlab.is_some() || config.nextcloud.is_some() {
         anyhow::bail!(
             "the demo writes sample pages and files into the local folders; unset GITLAB_WIKI_BASE_URL and NEXTCLOUD_URL to run it"
         );
     }
-    let mut config = config.clone();
-    let service_token = config
-        .service_token
-        .get_or_insert_with(|| SecretString::from(random_token()))
-        .expose_secret()
-        .to_owned();
-    let admin_token = config
-        .admin_token
-        .get_or_insert_with(|| SecretString::from(random_token()))
-        .expose_secret()
-        .to_owned();
-
-    let store = app::open_store(&config).await?;
-    provision(&store, &config).await?;
+    let store = app::open_store(config).await?;
+    provision(&store, config).await?;
     store.close().await;
 
     let wiki = LocalFileStore::open(config.data_dir.join("wiki"))?;
@@ -149,6 +140,23 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
         added += usize::from(seed(&files, &project_folder, rel, content).await?);
     }
     tracing::info!(added, "demo data ready");
+    Ok(project_folder)
+}
+
+/// Prepares the sample data and serves until stopped.
+pub async fn run(config: &Config) -> anyhow::Result<()> {
+    let mut config = config.clone();
+    let service_token = config
+        .service_token
+        .get_or_insert_with(|| SecretString::from(random_token()))
+        .expose_secret()
+        .to_owned();
+    let admin_token = config
+        .admin_token
+        .get_or_insert_with(|| SecretString::from(random_token()))
+        .expose_secret()
+        .to_owned();
+    let project_folder = prepare(&config).await?;
 
     let data_dir = config.data_dir.display().to_string();
     app::serve(&config, move |address| {
@@ -191,6 +199,10 @@ fn print_banner(
          curl -s -H \"Authorization: Bearer $ACDM_ADMIN_TOKEN\" {base}/admin/projects/{SLUG}\n\
          curl -s -H \"Authorization: Bearer $ACDM_ADMIN_TOKEN\" {base}/admin/agents\n\
          curl -s -X POST {base}/mcp                     # refused: no service token\n\n\
+         The Knowledge MCP server (any MCP client, endpoint {base}/mcp, header X-ACDM-Service-Auth):\n\n\
+         curl -s {base}/mcp -H \"X-ACDM-Service-Auth: $ACDM_MCP_SERVICE_TOKEN\" \\\n  \
+         -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\\n  \
+         -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"acdm_search_nextcloud\",\"arguments\":{{\"project_name\":\"{NAME}\",\"query\":\"kickoff\"}}}}}}'\n\n\
          Stop with Ctrl-C.\n"
     );
     let _ = out.flush();

@@ -32,7 +32,7 @@ use axum::response::Response;
 pub const SERVICE_AUTH: HeaderName = HeaderName::from_static("x-acdm-service-auth");
 
 /// Paths that answer without the service token, matched exactly.
-pub const OPEN_PATHS: &[&str] = &["/healthz", "/readyz", "/mcp/health"];
+pub const OPEN_PATHS: &[&str] = &["/healthz", "/readyz", "/mcp/health", "/metrics"];
 
 /// The exact refusal body of spec §3.1.
 pub const REFUSAL_BODY: &str = r#"{"error":"service auth failed"}"#;
@@ -142,6 +142,8 @@ mod tests {
         };
         check("/healthz", PathClass::Open);
         check("/readyz", PathClass::Open);
+        check("/metrics", PathClass::Open);
+        check("/metrics/", PathClass::Gated);
         check("/mcp/health", PathClass::Open);
         check("/mcp/health/", PathClass::Gated);
         check("/mcp/health/../x", PathClass::Gated);

@@ -5,8 +5,7 @@
 //!   token is configured and the server is not shutting down — 503 with
 //!   the reasons otherwise (cached for a second so probes cannot hammer
 //!   the database);
-//! - `/mcp/health`: the knowledge MCP server's status (per-source checks
-//!   join it with the MCP issue).
+//! - `/mcp/health` is served by `acdm-mcp` (per-source checks).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -169,17 +168,4 @@ pub async fn readyz(State(readiness): State<Arc<Readiness>>) -> Response {
         StatusCode::SERVICE_UNAVAILABLE
     };
     probe(status, report)
-}
-
-/// `GET /mcp/health`.
-pub async fn mcp_health() -> Response {
-    probe(
-        StatusCode::OK,
-        serde_json::json!({
-            "status": "ok",
-            "server": "acdm-knowledge",
-            "version": env!("CARGO_PKG_VERSION"),
-            "sources": {},
-        }),
-    )
 }

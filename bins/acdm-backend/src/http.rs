@@ -12,6 +12,10 @@ use axum::http::{HeaderName, HeaderValue, Response as HttpResponse, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use http_body_util::Limited;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use tracing::Span;
 use tracing::field::Empty;
 
@@ -90,6 +94,80 @@ pub fn on_response<B>(response: &HttpResponse<B>, latency: Duration, span: &Span
     } else {
         tracing::info!("request finished");
     }
+}
+
+/// Requests by surface and status class, and their latency: bounded labels,
+/// never a raw path.
+#[derive(Debug, Clone)]
+pub struct HttpMetrics {
+    requests: Family<SurfaceLabels, Counter>,
+    latency: Family<SurfaceLabel, Histogram>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SurfaceLabels {
+    surface: &'static str,
+    status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SurfaceLabel {
+    surface: &'static str,
+}
+
+impl HttpMetrics {
+    /// Registers the HTTP metrics.
+    pub fn register(registry: &mut prometheus_client::registry::Registry) -> Self {
+        let requests = Family::<SurfaceLabels, Counter>::default();
+        let latency = Family::<SurfaceLabel, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+        });
+        registry.register(
+            "acdm_http_requests",
+            "HTTP requests by surface and status class",
+            requests.clone(),
+        );
+        registry.register(
+            "acdm_http_request_duration_seconds",
+            "HTTP request latency by surface",
+            latency.clone(),
+        );
+        Self { requests, latency }
+    }
+}
+
+/// Which part of the API a raw path belongs to.
+fn surface(path: &str) -> &'static str {
+    match path {
+        "/healthz" | "/readyz" | "/mcp/health" | "/metrics" => "probe",
+        _ if path == "/mcp" || path.starts_with("/mcp/") => "mcp",
+        _ if path == "/agent-tools" || path.starts_with("/agent-tools/") => "agent_tools",
+        _ if path == "/admin" || path.starts_with("/admin/") => "admin",
+        _ => "other",
+    }
+}
+
+/// Counts every request (refused ones included: this runs outside the gate).
+pub async fn count(State(metrics): State<HttpMetrics>, req: Request, next: Next) -> Response {
+    let surface = surface(req.uri().path());
+    let started = std::time::Instant::now();
+    let response = next.run(req).await;
+    let status = match response.status().as_u16() {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    };
+    metrics
+        .requests
+        .get_or_create(&SurfaceLabels { surface, status })
+        .inc();
+    metrics
+        .latency
+        .get_or_create(&SurfaceLabel { surface })
+        .observe(started.elapsed().as_secs_f64());
+    response
 }
 
 /// Refuses bodies larger than `max` bytes: at once when `Content-Length`

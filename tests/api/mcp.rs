@@ -1,0 +1,176 @@
+//! The MCP endpoint through the whole service (gate, host check, tools)
+//! over a real socket, driven by rmcp's own client: what an in-repo Rust
+//! agent would do. The Python SDK and the conformance suite are run by
+//! `cargo xtask integration`.
+
+use std::collections::HashMap;
+
+use http::{HeaderName, HeaderValue};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ClientConfig};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::json;
+
+use crate::helpers::{Options, Req, TOKEN, send, spawn_app};
+
+fn transport(
+    addr: std::net::SocketAddr,
+    token: &str,
+) -> StreamableHttpClientTransport<reqwest::Client> {
+    // rmcp's client builds a default reqwest client, which needs a process
+    // crypto provider (the service's own client passes its TLS setup).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp"))
+        .custom_headers(HashMap::from([(
+            HeaderName::from_static("x-acdm-service-auth"),
+            HeaderValue::from_str(token).unwrap(),
+        )]));
+    StreamableHttpClientTransport::from_config(config)
+}
+
+fn args(value: serde_json::Value) -> rmcp::model::JsonObject {
+    value.as_object().unwrap().clone()
+}
+
+#[tokio::test]
+async fn an_rmcp_client_initializes_lists_and_calls_every_tool() {
+    let app = spawn_app(Options::default()).await;
+    let wiki = app.data_dir.join("wiki/guides");
+    std::fs::create_dir_all(&wiki).unwrap();
+    std::fs::write(
+        wiki.join("weekly-reports.md"),
+        "# Weekly reports\nDue on Friday.\n",
+    )
+    .unwrap();
+    let folder = app.data_dir.join("files/Projects/Alpha/meetings");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("kickoff.md"), "# Kickoff\nfloor 5 first\n").unwrap();
+
+    let client = ClientConfig::default()
+        .serve(transport(app.addr, TOKEN))
+        .await
+        .unwrap();
+    let info = client.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().unwrap().name, "acdm-knowledge");
+    assert!(
+        info.instructions
+            .as_deref()
+            .unwrap()
+            .contains("Never guess")
+    );
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 4);
+    assert!(
+        tools
+            .iter()
+            .all(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true))
+    );
+
+    let call = async |name: &'static str, arguments: serde_json::Value| {
+        client
+            .call_tool(CallToolRequestParams::new(name).with_arguments(args(arguments)))
+            .await
+            .unwrap()
+    };
+    let found = call("acdm_search_wiki", json!({"query": "weekly"})).await;
+    assert_eq!(found.is_error, Some(false));
+    assert_eq!(
+        found.structured_content.as_ref().unwrap()["hits"][0]["path"],
+        "guides/weekly-reports.md"
+    );
+    let read = call(
+        "acdm_read_wiki_file",
+        json!({"path": "guides/weekly-reports.md"}),
+    )
+    .await;
+    assert_eq!(
+        read.structured_content.as_ref().unwrap()["content"],
+        "# Weekly reports\nDue on Friday.\n"
+    );
+    let hits = call(
+        "acdm_search_nextcloud",
+        json!({"query": "kickoff", "project_name": "Alpha"}),
+    )
+    .await;
+    assert_eq!(
+        hits.structured_content.as_ref().unwrap()["hits"][0]["path"],
+        "/Projects/Alpha/meetings/kickoff.md"
+    );
+    let file = call(
+        "acdm_read_nextcloud_file",
+        json!({"path": "/Projects/Alpha/meetings/kickoff.md", "project_name": "Alpha"}),
+    )
+    .await;
+    assert_eq!(
+        file.structured_content.as_ref().unwrap()["content"],
+        "# Kickoff\nfloor 5 first\n"
+    );
+    let refused = call(
+        "acdm_read_nextcloud_file",
+        json!({"path": "/Projects/Beta/x.md", "project_name": "Alpha"}),
+    )
+    .await;
+    assert_eq!(refused.is_error, Some(true));
+    assert_eq!(
+        refused.structured_content.as_ref().unwrap()["code"],
+        "permission_denied"
+    );
+    let unknown = client
+        .call_tool(CallToolRequestParams::new("acdm_nope"))
+        .await;
+    assert!(unknown.is_err(), "an unknown tool is a protocol error");
+    client.cancel().await.unwrap();
+
+    let metrics = send(app.addr, Req::get("/metrics")).await;
+    assert_eq!(metrics.status, 200);
+    assert!(metrics.body.contains(r#"acdm_mcp_tool_calls_total{tool="acdm_read_nextcloud_file",outcome="permission_denied"} 1"#), "{}", metrics.body);
+    assert!(
+        metrics
+            .body
+            .contains(r#"acdm_http_requests_total{surface="mcp",status="2xx"}"#)
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn without_the_service_token_the_client_cannot_even_initialize() {
+    let app = spawn_app(Options::default()).await;
+    let refused = ClientConfig::default()
+        .serve(transport(app.addr, "not-the-token-0123456789abcdef0123"))
+        .await;
+    assert!(refused.is_err());
+    let metrics = send(app.addr, Req::get("/metrics")).await.body;
+    assert!(
+        metrics.contains(r#"acdm_http_requests_total{surface="mcp",status="4xx"}"#),
+        "{metrics}"
+    );
+    assert!(
+        !metrics.contains("acdm_mcp_tool_calls_total{"),
+        "no tool ran"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_is_not_held_by_an_open_mcp_session_stream() {
+    let app = spawn_app(Options {
+        extra_env: vec![("ACDM_MCP_SESSIONS", "true".to_owned())],
+        ..Options::default()
+    })
+    .await;
+    let client = ClientConfig::default()
+        .serve(transport(app.addr, TOKEN))
+        .await
+        .unwrap();
+    client.list_all_tools().await.unwrap();
+    // The client holds its session's event stream open; shutdown must end it.
+    let started = std::time::Instant::now();
+    app.stop().await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    drop(client);
+}
