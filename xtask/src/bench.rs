@@ -3,6 +3,9 @@
 //! on time (timed assertions belong here, not in the test suite).
 //!
 //! - `sources`: a 1 GiB file read in 1 MiB windows through every file store.
+//! - `mcp`: `tools/call` throughput and p50/p99 latency per tool through the
+//!   whole service at a fixed concurrency, next to the health routes as a
+//!   floor (`ACDM_BENCH_CONCURRENCY`, `ACDM_BENCH_SECONDS`).
 
 use std::process::{Command, ExitCode};
 
@@ -10,10 +13,13 @@ use crate::metadata::cargo;
 use crate::tidy::workspace_root;
 
 /// The suites: name, cargo arguments.
-const SUITES: &[(&str, &[&str])] = &[(
-    "sources",
-    &["bench", "-p", "acdm-sources", "--bench", "windows"],
-)];
+const SUITES: &[(&str, &[&str])] = &[
+    (
+        "sources",
+        &["bench", "-p", "acdm-sources", "--bench", "windows"],
+    ),
+    ("mcp", &["bench", "-p", "acdm-backend", "--bench", "mcp"]),
+];
 
 /// Entry point for `cargo xtask bench [suite]`.
 pub(crate) fn main(args: &[String]) -> ExitCode {

@@ -6,6 +6,8 @@
 //! - `tidy`: the architecture checks (module [`tidy`]), also run by
 //!   `cargo test -p xtask`;
 //! - `bench`: speed and memory measurements (module [`bench`]);
+//! - `integration`: real MCP clients against a running service (module
+//!   [`integration`]);
 //! - `setup`: the external programs the tests run against (module [`setup`]);
 //! - `test`: the project's whole test suite (module [`suite`]).
 //!
@@ -18,6 +20,7 @@
 )]
 
 mod bench;
+mod integration;
 mod metadata;
 mod setup;
 mod suite;
@@ -33,6 +36,8 @@ Commands:
   tidy             Run the architecture checks (crate edges, forbidden dependencies,
                    env reads, module docs, workspace lints, architecture doc)
   bench [SUITE]    Run the benchmarks (release, loopback): sources
+  integration      Run the MCP Python SDK and the conformance suite against
+                   a running `acdm-backend demo`
   setup            Install the test tools (a pinned WebDAV server) into .test-tools/
   test [-- ARGS]   Install the test tools if possible, then run the whole test suite:
                    nextest (or cargo test) and doctests; ARGS go to the test runner
@@ -51,6 +56,7 @@ fn main() -> ExitCode {
     match command.as_str() {
         "tidy" => tidy::main(rest),
         "bench" => bench::main(rest),
+        "integration" => integration::main(rest),
         "setup" => setup::main(rest),
         "test" => suite::main(rest),
         "help" | "-h" | "--help" => {

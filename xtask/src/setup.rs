@@ -3,7 +3,10 @@
 //!
 //! - a real WebDAV server, wsgidav (PyPI, pinned), in a Python venv at
 //!   `.test-tools/venv`; the contract suite finds it there (or through
-//!   `ACDM_WSGIDAV`).
+//!   `ACDM_WSGIDAV`);
+//! - the official MCP Python SDK (`mcp`, pinned) in the same venv, for
+//!   `cargo xtask integration`. (The conformance suite and Node 22 come
+//!   from npm through `npx` when the integration suite runs.)
 //!
 //! Idempotent: a tool already at the pinned version is left alone.
 //! `cargo xtask test` runs this first and carries on without the tools when
@@ -19,6 +22,9 @@ use crate::tidy::workspace_root;
 const WSGIDAV: &str = "wsgidav==4.4.0";
 const CHEROOT: &str = "cheroot==11.1.2";
 const WSGIDAV_VERSION: &str = "4.4.0";
+/// The MCP Python SDK, pinned.
+const MCP_SDK: &str = "mcp==1.30.0";
+const MCP_SDK_VERSION: &str = "1.30.0";
 
 /// Where the venv lives.
 pub(crate) fn venv_dir(root: &Path) -> PathBuf {
@@ -43,9 +49,12 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
 pub(crate) fn install(root: &Path) -> Result<(), String> {
     let venv = venv_dir(root);
     let wsgidav = venv.join("bin").join("wsgidav");
-    if version_of(&wsgidav).as_deref() == Some(WSGIDAV_VERSION) {
+    let venv_python = venv.join("bin").join("python");
+    let wsgidav_ok = || version_of(&wsgidav).as_deref() == Some(WSGIDAV_VERSION);
+    let sdk_ok = || sdk_version(&venv_python).as_deref() == Some(MCP_SDK_VERSION);
+    if wsgidav_ok() && sdk_ok() {
         println!(
-            "setup: wsgidav {WSGIDAV_VERSION} is installed in {}",
+            "setup: wsgidav {WSGIDAV_VERSION} and mcp {MCP_SDK_VERSION} are installed in {}",
             venv.display()
         );
         return Ok(());
@@ -68,7 +77,7 @@ pub(crate) fn install(root: &Path) -> Result<(), String> {
         }
     }
     let pip = venv.join("bin").join("pip");
-    println!("$ {} install {WSGIDAV} {CHEROOT}", pip.display());
+    println!("$ {} install {WSGIDAV} {CHEROOT} {MCP_SDK}", pip.display());
     let installed = Command::new(&pip)
         .args([
             "install",
@@ -76,21 +85,27 @@ pub(crate) fn install(root: &Path) -> Result<(), String> {
             "--quiet",
             WSGIDAV,
             CHEROOT,
+            MCP_SDK,
         ])
         .status()
         .map_err(|e| format!("cannot run pip: {e}"))?;
     if !installed.success() {
-        return Err("pip could not install wsgidav (is PyPI reachable?)".to_owned());
+        return Err("pip could not install wsgidav and mcp (is PyPI reachable?)".to_owned());
     }
-    match version_of(&wsgidav) {
-        Some(v) if v == WSGIDAV_VERSION => {
-            println!("setup: wsgidav {v} ready");
-            Ok(())
-        }
-        other => Err(format!(
-            "wsgidav reports version {other:?} after installing"
-        )),
+    if !wsgidav_ok() {
+        return Err(format!(
+            "wsgidav reports version {:?} after installing, expected {WSGIDAV_VERSION}",
+            version_of(&wsgidav)
+        ));
     }
+    if !sdk_ok() {
+        return Err(format!(
+            "the mcp SDK reports version {:?} after installing, expected {MCP_SDK_VERSION}",
+            sdk_version(&venv_python)
+        ));
+    }
+    println!("setup: wsgidav {WSGIDAV_VERSION} and mcp {MCP_SDK_VERSION} ready");
+    Ok(())
 }
 
 fn quiet(command: &mut Command) -> bool {
@@ -100,6 +115,22 @@ fn quiet(command: &mut Command) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// The installed MCP SDK version, asked of the venv's Python.
+fn sdk_version(python: &Path) -> Option<String> {
+    let output = Command::new(python)
+        .args([
+            "-c",
+            "import importlib.metadata as m; print(m.version('mcp'))",
+        ])
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
 fn version_of(program: &Path) -> Option<String> {
