@@ -83,7 +83,8 @@ async def run(url: str, token: str, checks: Checks) -> None:
             # Failures the model can act on: tool results with isError and a code.
             for tool, arguments, code in [
                 ("acdm_read_nextcloud_file", {"path": "/Projects/Beta/secret.md", "project_name": "Alpha"}, "permission_denied"),
-                ("acdm_read_nextcloud_file", {"path": "/Projects/Alpha/../Beta/x.md", "project_name": "Alpha"}, "invalid_path"),
+                ("acdm_read_nextcloud_file", {"path": "/Projects/Alpha/../Beta/x.md", "project_name": "Alpha"}, "permission_denied"),
+                ("acdm_read_nextcloud_file", {"path": "Projects/Alpha/meetings/x.md", "project_name": "Alpha"}, "invalid_path"),
                 ("acdm_search_nextcloud", {"query": "kickoff", "project_name": ".."}, "validation_error"),
                 ("acdm_search_wiki", {"query": "x", "project_id": "beta"}, "validation_error"),
                 ("acdm_search_wiki", {"query": "x", "limit": 500}, "validation_error"),

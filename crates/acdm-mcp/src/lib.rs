@@ -38,6 +38,7 @@ pub use tools::ReadLimits;
 #[derive(Debug, Clone)]
 pub struct McpSettings {
     /// `Host` values accepted (`host` or `host:port`); others get 403.
+    /// An empty list means loopback only (rmcp would read it as "any").
     pub allowed_hosts: Vec<String>,
     /// Keep MCP sessions (SSE streams, `Mcp-Session-Id`) instead of the
     /// default stateless JSON mode. Sessions pin a client to one replica.
@@ -50,6 +51,9 @@ pub struct McpSettings {
     pub shutdown: CancellationToken,
 }
 
+/// The hosts accepted when none are configured.
+const LOOPBACK: &[&str] = &["localhost", "127.0.0.1", "::1"];
+
 /// The `/mcp` and `/mcp/health` routes.
 pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> Router {
     let health = Arc::new(McpHealth::new(sources.clone()));
@@ -61,8 +65,13 @@ pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> R
         },
         metrics,
     );
+    let allowed_hosts = if settings.allowed_hosts.is_empty() {
+        LOOPBACK.iter().map(|h| (*h).to_owned()).collect()
+    } else {
+        settings.allowed_hosts.clone()
+    };
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(settings.allowed_hosts.clone())
+        .with_allowed_hosts(allowed_hosts)
         .with_legacy_session_mode(settings.sessions)
         .with_json_response(!settings.sessions)
         .with_sse_keep_alive(Some(Duration::from_secs(15)))

@@ -3,9 +3,12 @@
 //!
 //! Failures the model can act on are tool results with `isError: true`,
 //! a readable message and structured `{code, message, suggested_action}`.
-//! Only an unknown tool is a protocol error (`-32602`), as MCP requires.
+//! Each output schema is `anyOf` the tool's success shape and that failure
+//! shape, so clients that validate structured content against the schema
+//! even on errors (the TypeScript SDK does) accept both. Only an unknown
+//! tool is a protocol error (`-32602`), as MCP requires.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Instant;
 
 use acdm_core::RequestId;
@@ -21,9 +24,9 @@ use serde::de::DeserializeOwned;
 
 use crate::metrics::McpMetrics;
 use crate::tools::{
-    self, Failure, READ_NEXTCLOUD, READ_WIKI, ReadNextcloudInput, ReadOutput, ReadWikiInput,
-    SEARCH_NEXTCLOUD, SEARCH_WIKI, SearchNextcloudInput, SearchNextcloudOutput, SearchWikiInput,
-    SearchWikiOutput, Success, Tools,
+    self, Failure, READ_NEXTCLOUD, READ_WIKI, ReadLimits, ReadNextcloudInput, ReadOutput,
+    ReadWikiInput, SEARCH_NEXTCLOUD, SEARCH_WIKI, SearchNextcloudInput, SearchNextcloudOutput,
+    SearchWikiInput, SearchWikiOutput, Success, ToolFailure, Tools,
 };
 
 /// What the model is told when it connects.
@@ -69,7 +72,8 @@ project_name=\"Alpha\". Bad: a path of another project, a relative path, or a \
 project_name that differs from the search's. When the answer says truncated, call \
 again with offset=next_offset.";
 
-fn schema_object<T: JsonSchema>(for_output: bool) -> Arc<JsonObject> {
+/// The JSON Schema (2020-12) of `T` as an object, integer formats stripped.
+fn schema_of<T: JsonSchema>(for_output: bool) -> JsonObject {
     let settings = if for_output {
         schemars::generate::SchemaSettings::draft2020_12().for_serialize()
     } else {
@@ -80,11 +84,45 @@ fn schema_object<T: JsonSchema>(for_output: bool) -> Arc<JsonObject> {
         Ok(mut value) => {
             strip_integer_formats(&mut value);
             match value {
-                serde_json::Value::Object(object) => Arc::new(object),
-                _ => Arc::new(JsonObject::new()),
+                serde_json::Value::Object(object) => object,
+                _ => JsonObject::new(),
             }
         }
-        Err(_) => Arc::new(JsonObject::new()),
+        Err(_) => JsonObject::new(),
+    }
+}
+
+/// The output schema of a tool: an object that is either the success
+/// shape `Out` or the failure shape. Definitions of both move to the root
+/// so their `$ref`s keep resolving.
+fn output_schema<Out: JsonSchema>() -> JsonObject {
+    let mut root = JsonObject::new();
+    let mut defs = JsonObject::new();
+    let mut branches = Vec::new();
+    for mut branch in [schema_of::<Out>(true), schema_of::<ToolFailure>(true)] {
+        if let Some(dialect) = branch.remove("$schema") {
+            root.insert("$schema".to_owned(), dialect);
+        }
+        if let Some(serde_json::Value::Object(more)) = branch.remove("$defs") {
+            defs.extend(more);
+        }
+        branches.push(serde_json::Value::Object(branch));
+    }
+    root.insert("type".to_owned(), "object".into());
+    root.insert("anyOf".to_owned(), branches.into());
+    if !defs.is_empty() {
+        root.insert("$defs".to_owned(), defs.into());
+    }
+    root
+}
+
+/// Advertises the server's window cap on a read tool's `max_bytes`.
+fn cap_max_bytes(schema: &mut JsonObject, max_bytes: u64) {
+    if let Some(serde_json::Value::Object(property)) = schema
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("max_bytes"))
+    {
+        property.insert("maximum".to_owned(), max_bytes.into());
     }
 }
 
@@ -129,10 +167,13 @@ fn tool<In: JsonSchema, Out: JsonSchema>(
     name: &'static str,
     title: &str,
     description: &'static str,
+    limits: ReadLimits,
 ) -> Tool {
-    let mut tool = Tool::new(name, description, schema_object::<In>(false));
+    let mut input = schema_of::<In>(false);
+    cap_max_bytes(&mut input, limits.max_bytes);
+    let mut tool = Tool::new(name, description, Arc::new(input));
     tool.title = Some(title.to_owned());
-    tool.output_schema = Some(schema_object::<Out>(true));
+    tool.output_schema = Some(Arc::new(output_schema::<Out>()));
     tool.annotations = Some(
         ToolAnnotations::with_title(title)
             .read_only(true)
@@ -143,38 +184,53 @@ fn tool<In: JsonSchema, Out: JsonSchema>(
     tool
 }
 
-/// The four tools, built once.
-static CATALOG: LazyLock<Vec<Tool>> = LazyLock::new(|| {
+/// The four tools, built once per router (the read tools advertise the
+/// configured window cap).
+fn catalog(limits: ReadLimits) -> Vec<Tool> {
     vec![
         tool::<SearchWikiInput, SearchWikiOutput>(
             SEARCH_WIKI,
             "Search the wiki",
             SEARCH_WIKI_DESCRIPTION,
+            limits,
         ),
-        tool::<ReadWikiInput, ReadOutput>(READ_WIKI, "Read a wiki file", READ_WIKI_DESCRIPTION),
+        tool::<ReadWikiInput, ReadOutput>(
+            READ_WIKI,
+            "Read a wiki file",
+            READ_WIKI_DESCRIPTION,
+            limits,
+        ),
         tool::<SearchNextcloudInput, SearchNextcloudOutput>(
             SEARCH_NEXTCLOUD,
             "Search a project's files",
             SEARCH_NEXTCLOUD_DESCRIPTION,
+            limits,
         ),
         tool::<ReadNextcloudInput, ReadOutput>(
             READ_NEXTCLOUD,
             "Read a project file",
             READ_NEXTCLOUD_DESCRIPTION,
+            limits,
         ),
     ]
-});
+}
 
 /// The MCP server: cheap to clone (one per request in stateless mode).
 #[derive(Clone)]
 pub struct KnowledgeServer {
     tools: Tools,
+    catalog: Arc<Vec<Tool>>,
     metrics: McpMetrics,
 }
 
 impl KnowledgeServer {
     pub(crate) fn new(tools: Tools, metrics: McpMetrics) -> Self {
-        Self { tools, metrics }
+        let catalog = Arc::new(catalog(tools.limits));
+        Self {
+            tools,
+            catalog,
+            metrics,
+        }
     }
 
     async fn dispatch(
@@ -196,7 +252,8 @@ impl KnowledgeServer {
 fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, Failure> {
     serde_json::from_value(serde_json::Value::Object(arguments)).map_err(|e| Failure {
         code: acdm_core::ErrorCode::ValidationError,
-        message: format!("invalid arguments: {e}"),
+        // serde quotes the offending value whole: keep the message short.
+        message: format!("invalid arguments: {}", tools::clip(&e.to_string(), 300)),
         suggested_action: Some(
             "Call the tool again with the arguments its input schema describes.".to_owned(),
         ),
@@ -239,11 +296,11 @@ impl ServerHandler for KnowledgeServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(CATALOG.clone()))
+        Ok(ListToolsResult::with_all_items(self.catalog.to_vec()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        CATALOG.iter().find(|t| t.name == name).cloned()
+        self.catalog.iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(
@@ -296,12 +353,13 @@ mod tests {
 
     #[test]
     fn the_catalog_has_four_read_only_tools_with_strict_bounded_schemas() {
-        let names: Vec<&str> = CATALOG.iter().map(|t| t.name.as_ref()).collect();
+        let catalog = catalog(ReadLimits::default());
+        let names: Vec<&str> = catalog.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(
             names,
             [SEARCH_WIKI, READ_WIKI, SEARCH_NEXTCLOUD, READ_NEXTCLOUD]
         );
-        for tool in CATALOG.iter() {
+        for tool in &catalog {
             let input = serde_json::Value::Object((*tool.input_schema).clone());
             assert_eq!(input["type"], "object", "{}", tool.name);
             assert_eq!(
@@ -326,12 +384,22 @@ mod tests {
                 tool.name
             );
         }
-        let search = serde_json::Value::Object((*CATALOG[0].input_schema).clone());
+        let search = serde_json::Value::Object((*catalog[0].input_schema).clone());
         assert_eq!(search["properties"]["limit"]["maximum"], 50);
         assert_eq!(search["properties"]["limit"]["default"], 10);
         assert_eq!(search["required"], serde_json::json!(["query"]));
-        let nc = serde_json::Value::Object((*CATALOG[2].input_schema).clone());
+        let nc = serde_json::Value::Object((*catalog[2].input_schema).clone());
         assert_eq!(nc["required"], serde_json::json!(["query", "project_name"]));
+        let read = serde_json::Value::Object((*catalog[3].input_schema).clone());
+        assert_eq!(
+            read["properties"]["max_bytes"]["maximum"],
+            ReadLimits::default().max_bytes,
+            "the window cap is advertised"
+        );
+        let output =
+            serde_json::Value::Object((*catalog[3].output_schema.clone().unwrap()).clone());
+        assert_eq!(output["type"], "object");
+        assert_eq!(output["anyOf"].as_array().map(Vec::len), Some(2));
     }
 
     #[test]

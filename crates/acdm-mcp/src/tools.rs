@@ -374,8 +374,53 @@ fn project_scope(base: &AbsPath, project_name: &str) -> Result<(ProjectName, Abs
     Ok((name, scope))
 }
 
+/// At most `max` characters of `text`, with `…` when cut.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    let mut chars = text.chars();
+    let mut out: String = chars.by_ref().take(max).collect();
+    if chars.next().is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// A query or path as it may appear in a log line: 64 characters at most,
+/// control characters (line breaks, terminal escapes) replaced, so an
+/// argument cannot forge or garble log lines.
 fn shorten(query: &str) -> String {
-    query.chars().take(64).collect()
+    clip(query, 64)
+        .chars()
+        .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+        .collect()
+}
+
+/// Whether a refused read path would, once normalised (dot segments
+/// resolved, `%2e`/`%2f`/`%5c` decoded, backslashes as separators), lie
+/// outside `scope`. It only decides which error to report — a permission
+/// error for an escape, as spec §3.4 asks — and never grants access: any
+/// path with such segments is refused either way.
+fn escapes_scope(raw: &str, scope: &AbsPath) -> bool {
+    if raw.is_empty() {
+        return false;
+    }
+    let lowered = raw
+        .to_lowercase()
+        .replace("%2e", ".")
+        .replace("%2f", "/")
+        .replace("%5c", "/")
+        .replace('\\', "/");
+    let mut resolved: Vec<&str> = Vec::new();
+    for segment in lowered.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                resolved.pop();
+            }
+            other => resolved.push(other),
+        }
+    }
+    let scope: Vec<String> = scope.segments().iter().map(|s| s.to_lowercase()).collect();
+    resolved.len() < scope.len() || resolved.iter().zip(&scope).any(|(a, b)| *a != b.as_str())
 }
 
 fn suggestions(
@@ -616,22 +661,28 @@ impl Tools {
         input: ReadNextcloudInput,
     ) -> Result<Success, Failure> {
         let (name, scope) = project_scope(&self.files_base, &input.project_name)?;
-        let rel = scope.strip_prefix_of(input.path.trim()).map_err(|e| match e {
-            PrefixError::Outside { prefix } => Failure::new(
+        let outside = || {
+            Failure::new(
                 ErrorCode::PermissionDenied,
                 format!(
                     "path outside project scope: {:?} (required prefix: {:?})",
-                    input.path.chars().take(300).collect::<String>(),
-                    prefix
+                    clip(&input.path, 300),
+                    scope.as_prefix()
                 ),
                 "Use a path that starts with the project's folder, as acdm_search_nextcloud returns it, and the same project_name.",
-            ),
-            PrefixError::Invalid(problem) => Failure::new(
-                ErrorCode::InvalidPath,
-                format!("invalid path: {problem}"),
-                "Use a full path exactly as acdm_search_nextcloud returned it.",
-            ),
-        })?;
+            )
+        };
+        let rel = scope
+            .strip_prefix_of(input.path.trim())
+            .map_err(|e| match e {
+                PrefixError::Outside { .. } => outside(),
+                PrefixError::Invalid(_) if escapes_scope(input.path.trim(), &scope) => outside(),
+                PrefixError::Invalid(problem) => Failure::new(
+                    ErrorCode::InvalidPath,
+                    format!("invalid path: {problem}"),
+                    "Use a full path exactly as acdm_search_nextcloud returned it.",
+                ),
+            })?;
         if rel.is_root() {
             return Err(Failure::new(
                 ErrorCode::InvalidPath,

@@ -1,6 +1,7 @@
 //! An MCP endpoint over fixture sources, called with JSON-RPC through the
 //! real router (the same code path as over a socket, without one).
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -84,6 +85,10 @@ pub(crate) fn settings() -> McpSettings {
 /// An MCP router over the local fixture.
 pub(crate) struct Mcp {
     pub(crate) router: Router,
+    /// Each tool's output schema, compiled on first use: every result a
+    /// test sees is checked against it, errors included (clients such as
+    /// the TypeScript SDK validate both).
+    validators: tokio::sync::OnceCell<HashMap<String, jsonschema::Validator>>,
     _dir: tempfile::TempDir,
 }
 
@@ -101,6 +106,7 @@ impl Mcp {
     pub(crate) fn with_router(router: Router) -> Self {
         Self {
             router,
+            validators: tokio::sync::OnceCell::new(),
             _dir: tempfile::tempdir().unwrap(),
         }
     }
@@ -113,7 +119,11 @@ impl Mcp {
             settings(),
             McpMetrics::unregistered(),
         );
-        Self { router, _dir: dir }
+        Self {
+            router,
+            validators: tokio::sync::OnceCell::new(),
+            _dir: dir,
+        }
     }
 
     /// Sends one raw HTTP request.
@@ -146,15 +156,39 @@ impl Mcp {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{method}: not JSON ({e}): {text}"))
     }
 
-    /// Calls a tool; returns the `result`.
+    /// Calls a tool; returns the `result`, after checking its structured
+    /// content against the tool's output schema.
     pub(crate) async fn tool(&self, name: &str, arguments: Value) -> Value {
         let response = self
             .rpc("tools/call", json!({"name": name, "arguments": arguments}))
             .await;
-        response
+        let result = response
             .get("result")
             .cloned()
-            .unwrap_or_else(|| panic!("{name}: no result: {response}"))
+            .unwrap_or_else(|| panic!("{name}: no result: {response}"));
+        let validators = self
+            .validators
+            .get_or_init(|| async {
+                let list = self.rpc("tools/list", json!({})).await;
+                list["result"]["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| {
+                        let validator = jsonschema::validator_for(&t["outputSchema"])
+                            .unwrap_or_else(|e| panic!("{}: bad output schema: {e}", t["name"]));
+                        (t["name"].as_str().unwrap().to_owned(), validator)
+                    })
+                    .collect()
+            })
+            .await;
+        let structured = result
+            .get("structuredContent")
+            .unwrap_or_else(|| panic!("{name}: no structured content: {result}"));
+        if let Err(error) = validators[name].validate(structured) {
+            panic!("{name}: the result does not match the output schema ({error}): {result}");
+        }
+        result
     }
 }
 

@@ -11,6 +11,7 @@
     reason = "tests fail loudly and report what they measured"
 )]
 
+mod failures;
 mod harness;
 mod scope;
 mod tools;

@@ -231,18 +231,27 @@ async fn nextcloud_reads_outside_the_project_are_refused() {
     )
     .await;
     check("Projects/Alpha/notes/kickoff.md", "Alpha", "invalid_path").await;
-    check(
+    // Escapes once normalised are permission errors naming the prefix
+    // (spec §3.4); dot segments that stay inside are still refused.
+    for escape in [
         "/Projects/Alpha/../Beta/kickoff.md",
-        "Alpha",
-        "invalid_path",
-    )
-    .await;
-    check(
         "/Projects/Alpha/%2e%2e/Beta/kickoff.md",
+        "/Projects/Alpha/..%2fAlpha-evil/kickoff.md",
+        "/Projects/Alpha/..\\Beta\\kickoff.md",
+    ] {
+        let text = check(escape, "Alpha", "permission_denied").await;
+        assert!(
+            text.contains("(required prefix: \"/Projects/Alpha/\")"),
+            "{text}"
+        );
+    }
+    check(
+        "/Projects/Alpha/notes/../notes/kickoff.md",
         "Alpha",
         "invalid_path",
     )
     .await;
+    check("", "Alpha", "invalid_path").await;
     check("/Projects/Alpha", "Alpha", "invalid_path").await;
     check("/Projects/Alpha/notes", "Alpha", "conflict").await;
     check("/Projects/Alpha/missing.md", "Alpha", "not_found").await;
