@@ -6,7 +6,12 @@
 //! 2. Runs the official MCP Python SDK against it
 //!    (`tests/integration/mcp_python_sdk.py`, the SDK from `cargo xtask
 //!    setup`).
-//! 3. Runs the official MCP conformance suite (npm
+//! 3. Runs the official MCP TypeScript SDK against it
+//!    (`tests/integration/mcp_typescript_sdk.mjs`; the SDK, pinned, is
+//!    installed from npm into `.test-tools/node`). Unlike the Python one,
+//!    this client checks structured content against the output schema on
+//!    failures too.
+//! 4. Runs the official MCP conformance suite (npm
 //!    `@modelcontextprotocol/conformance`, Node 22 from npm) through a
 //!    loopback proxy that adds the service header, for the scenarios that
 //!    apply to a tools-only server, with the documented baseline
@@ -29,6 +34,9 @@ use crate::tidy::workspace_root;
 /// The conformance package and the Node it needs (Node ≥ 22).
 const CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.16";
 const NODE: &str = "node@22";
+/// The MCP TypeScript SDK, pinned.
+const TS_SDK: &str = "@modelcontextprotocol/sdk";
+const TS_SDK_VERSION: &str = "1.32.2";
 /// Scenarios that apply to a stateless, tools-only server.
 const SCENARIOS: &[&str] = &[
     "server-initialize",
@@ -188,6 +196,16 @@ fn run() -> Result<Tally, String> {
         .map_err(|e| format!("cannot run the Python SDK check: {e}"))?;
     tally.record(sdk.success(), "the MCP Python SDK drives every tool");
 
+    let ts_sdk = install_ts_sdk(&root)?;
+    println!("$ node tests/integration/mcp_typescript_sdk.mjs {url} ***");
+    let ts = Command::new("node")
+        .arg(root.join("tests/integration/mcp_typescript_sdk.mjs"))
+        .args([&url, &token])
+        .env("ACDM_TS_SDK", &ts_sdk)
+        .status()
+        .map_err(|e| format!("cannot run node (Node.js 18+ is needed): {e}"))?;
+    tally.record(ts.success(), "the MCP TypeScript SDK drives every tool");
+
     let _proxy = Running(
         Command::new(&venv_python)
             .arg(root.join("tests/integration/header_proxy.py"))
@@ -237,6 +255,42 @@ fn run() -> Result<Tally, String> {
     drop(server);
     let _ = std::fs::remove_dir_all(run_dir.join("data"));
     Ok(tally)
+}
+
+/// Installs the pinned TypeScript SDK into `.test-tools/node` unless it is
+/// there; returns the package's folder.
+fn install_ts_sdk(root: &Path) -> Result<PathBuf, String> {
+    let prefix = root.join(".test-tools").join("node");
+    let package = prefix.join("node_modules").join(TS_SDK);
+    let installed = std::fs::read_to_string(package.join("package.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|json| {
+            json.get("version")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        });
+    if installed.as_deref() == Some(TS_SDK_VERSION) {
+        return Ok(package);
+    }
+    println!(
+        "$ npm install --prefix {} {TS_SDK}@{TS_SDK_VERSION}",
+        prefix.display()
+    );
+    std::fs::create_dir_all(&prefix)
+        .map_err(|e| format!("cannot create {}: {e}", prefix.display()))?;
+    let status = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+        .arg(&prefix)
+        .arg(format!("{TS_SDK}@{TS_SDK_VERSION}"))
+        .status()
+        .map_err(|e| format!("cannot run npm (Node.js and npm are needed): {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "npm could not install {TS_SDK}@{TS_SDK_VERSION} (is the npm registry reachable?)"
+        ));
+    }
+    Ok(package)
 }
 
 /// Reads the saved checks of the DNS-rebinding scenario.

@@ -35,10 +35,10 @@ Usage: cargo xtask <command> [args]
 Commands:
   tidy             Run the architecture checks (crate edges, forbidden dependencies,
                    env reads, module docs, workspace lints, architecture doc)
-  bench [SUITE]    Run the benchmarks (release, loopback): sources
-  integration      Run the MCP Python SDK and the conformance suite against
-                   a running `acdm-backend demo`
-  setup            Install the test tools (a pinned WebDAV server) into .test-tools/
+  bench [SUITE]    Run the benchmarks (release, loopback): sources, mcp
+  integration      Run the MCP Python and TypeScript SDKs and the conformance
+                   suite against a running `acdm-backend demo`
+  setup            Install the test tools (pinned wsgidav and MCP Python SDK) into .test-tools/
   test [-- ARGS]   Install the test tools if possible, then run the whole test suite:
                    nextest (or cargo test) and doctests; ARGS go to the test runner
   help             Show this message
