@@ -10,6 +10,7 @@
 //! may link. `cargo xtask tidy` enforces this.
 
 pub mod domain;
+pub mod events;
 pub mod identity;
 pub mod names;
 pub mod path;

@@ -1,0 +1,454 @@
+//! Storage events: the record of every write (spec §6.4), and the plans
+//! that make each one reversible.
+//!
+//! A write is described before it happens by a **plan**: the server-side
+//! steps it will take in the file store (copy what is about to be
+//! overwritten into the trash, put the new content, move a file). Its
+//! **undo** is the list of steps that takes the store back: move a kept
+//! file back, discard what the write created. Both are plain data stored
+//! with the event, so an operator can read them and a reconciler can tell
+//! after a crash how far a write got.
+//!
+//! Nothing is ever destroyed: deleting is moving into the hidden trash,
+//! overwriting first copies the old content there, and a revert discards
+//! by moving into the trash too — so a revert is itself a reversible event.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::domain::{ProjectId, UnknownVariant};
+use crate::identity::Identity;
+use crate::names::{AgentName, ProjectSlug, ThreadId, UserId};
+use crate::path::{AbsPath, PathError};
+
+/// The folder (directly under the files base) that holds every project's
+/// trash: `<base>/.acdm-trash/<project slug>/<event id>/…`. No mount root
+/// may lie inside it, and no caller path may name it.
+pub const TRASH_FOLDER: &str = ".acdm-trash";
+
+/// An event's id: a random UUID.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct EventId(Uuid);
+
+impl EventId {
+    /// A fresh random id.
+    pub fn new_random() -> Self {
+        Self(Uuid::new_v4())
+    }
+}
+
+impl FromStr for EventId {
+    type Err = uuid::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Uuid::parse_str(s).map(Self)
+    }
+}
+
+impl fmt::Display for EventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.hyphenated().fmt(f)
+    }
+}
+
+impl fmt::Debug for EventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EventId({})", self.0.hyphenated())
+    }
+}
+
+/// Declares a closed set of snake_case names with `FromStr`, `Display`, serde.
+macro_rules! word_enum {
+    ($(#[$doc:meta])* $name:ident { $( $(#[$vdoc:meta])* $variant:ident = $text:literal ),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $( $(#[$vdoc])* $variant, )* }
+
+        impl $name {
+            /// Every value.
+            pub const ALL: &'static [$name] = &[ $( $name::$variant, )* ];
+
+            /// The stored name.
+            pub const fn as_str(self) -> &'static str {
+                match self { $( $name::$variant => $text, )* }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownVariant;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == s).ok_or_else(|| UnknownVariant {
+                    value: s.to_owned(),
+                    expected: concat!($( $text, " " ),*).trim_end(),
+                })
+            }
+        }
+    };
+}
+
+word_enum!(
+    /// Who made a change.
+    ActorKind {
+        /// An LLM agent, on behalf of a user, in a thread.
+        ViaAgent = "via_agent",
+        /// A person directly (an operator's revert, for example).
+        Direct = "direct",
+        /// The service itself (the start-up reconciler).
+        System = "system",
+    }
+);
+
+word_enum!(
+    /// Where an event stands.
+    EventStatus {
+        /// The intent is recorded; the upstream change may or may not have
+        /// happened yet.
+        Pending = "pending",
+        /// The change happened.
+        Applied = "applied",
+        /// The change did not happen (nothing to undo).
+        Failed = "failed",
+        /// The change was undone by a later (revert) event.
+        Reverted = "reverted",
+    }
+);
+
+word_enum!(
+    /// What an event did.
+    EventOp {
+        /// `nc/write`: a file created or overwritten.
+        NcWrite = "nc_write",
+        /// `nc/delete`: a file or folder moved into the trash.
+        NcDelete = "nc_delete",
+        /// `nc/move`: a file or folder moved (or renamed).
+        NcMove = "nc_move",
+        /// The undo of another event.
+        Revert = "revert",
+    }
+);
+
+/// Who an event is attributed to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    /// Agent, person or system.
+    pub kind: ActorKind,
+    /// The user (the agent's user, or the person acting directly).
+    pub user_id: Option<UserId>,
+    /// The agent, for `via_agent`.
+    pub agent_name: Option<AgentName>,
+    /// The conversation thread, for `via_agent`.
+    pub thread_id: Option<ThreadId>,
+}
+
+impl Actor {
+    /// An agent acting for a user in a thread.
+    pub fn via_agent(identity: &Identity) -> Self {
+        Self {
+            kind: ActorKind::ViaAgent,
+            user_id: Some(identity.user_id().clone()),
+            agent_name: Some(identity.agent_name().clone()),
+            thread_id: Some(identity.thread_id().clone()),
+        }
+    }
+
+    /// A person acting directly (an operator).
+    pub fn direct(user_id: UserId) -> Self {
+        Self {
+            kind: ActorKind::Direct,
+            user_id: Some(user_id),
+            agent_name: None,
+            thread_id: None,
+        }
+    }
+
+    /// The service itself.
+    pub fn system() -> Self {
+        Self {
+            kind: ActorKind::System,
+            user_id: None,
+            agent_name: None,
+            thread_id: None,
+        }
+    }
+}
+
+/// One server-side step in the file store. Contents never travel in a
+/// step: only paths, sizes and digests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// Copy `from` to `to` (which must not exist), keeping what is about
+    /// to be overwritten.
+    Copy {
+        /// What is kept.
+        from: AbsPath,
+        /// Where, in the trash.
+        to: AbsPath,
+    },
+    /// Put new content at `path`: `sha256` and `size` identify it, so a
+    /// reconciler can tell whether the put happened.
+    Put {
+        /// The file.
+        path: AbsPath,
+        /// Lowercase hex SHA-256 of the content.
+        sha256: String,
+        /// Bytes.
+        size: u64,
+        /// The etag the file had when the plan was made (`If-Match`), or
+        /// `None` for a create (`If-None-Match: *`).
+        replaces: Option<String>,
+    },
+    /// Move `from` to `to` (which must not exist).
+    Move {
+        /// The current location.
+        from: AbsPath,
+        /// The new location.
+        to: AbsPath,
+    },
+    /// In an undo: remove what the event created at `path` by moving it
+    /// into the reverting event's trash. When `etag` is known, the file
+    /// must still carry it (a later change is not silently discarded).
+    Discard {
+        /// What the event created.
+        path: AbsPath,
+        /// Its etag right after the event, when known.
+        etag: Option<String>,
+    },
+}
+
+impl Step {
+    /// The paths this step touches.
+    pub fn paths(&self) -> Vec<&AbsPath> {
+        match self {
+            Step::Copy { from, to } | Step::Move { from, to } => vec![from, to],
+            Step::Put { path, .. } | Step::Discard { path, .. } => vec![path],
+        }
+    }
+}
+
+/// Where an event keeps what it replaces or removes:
+/// `<base>/.acdm-trash/<project slug>/<event id>`.
+pub fn trash_folder(files_base: &AbsPath, project: &ProjectSlug, event: EventId) -> AbsPath {
+    // The three names are valid segments by construction: a fixed name, a
+    // slug (`[a-z0-9-]`), and a hyphenated UUID.
+    let mut path = files_base.clone();
+    for name in [TRASH_FOLDER, project.as_str(), &event.to_string()] {
+        path = path.join_name(name).unwrap_or_else(|_| path.clone());
+    }
+    path
+}
+
+/// The place in an event's trash for the `index`-th thing it keeps, named
+/// like the original: `<trash>/<index>/<name>`.
+pub fn kept_path(trash: &AbsPath, index: usize, original: &AbsPath) -> Result<AbsPath, PathError> {
+    let name = original.segments().last().ok_or(PathError::EmptySegment)?;
+    trash.join_name(&index.to_string())?.join_name(name)
+}
+
+/// The trash root of every project, `<base>/.acdm-trash`.
+pub fn trash_root(files_base: &AbsPath) -> AbsPath {
+    files_base
+        .join_name(TRASH_FOLDER)
+        .unwrap_or_else(|_| files_base.clone())
+}
+
+/// Turns an undo list into the steps a revert event performs, with every
+/// `Discard` becoming a move into `revert_trash`; also returns the revert's
+/// own undo (the inverse moves, last first), so a revert can be reverted.
+pub fn revert_plan(
+    undo: &[Step],
+    revert_trash: &AbsPath,
+) -> Result<(Vec<Step>, Vec<Step>), PathError> {
+    let mut plan = Vec::with_capacity(undo.len());
+    for (index, step) in undo.iter().enumerate() {
+        match step {
+            Step::Move { from, to } => plan.push(Step::Move {
+                from: from.clone(),
+                to: to.clone(),
+            }),
+            Step::Discard { path, .. } => plan.push(Step::Move {
+                from: path.clone(),
+                to: kept_path(revert_trash, index, path)?,
+            }),
+            // An undo only moves; anything else is kept as it is and
+            // refused by the executor.
+            other => plan.push(other.clone()),
+        }
+    }
+    let inverse = plan
+        .iter()
+        .rev()
+        .filter_map(|step| match step {
+            Step::Move { from, to } => Some(Step::Move {
+                from: to.clone(),
+                to: from.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+    Ok((plan, inverse))
+}
+
+/// A new event, before it is stored as `pending`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewEvent {
+    /// Chosen by the caller, so the trash folder can be named before the
+    /// intent is stored.
+    pub id: EventId,
+    /// Who.
+    pub actor: Actor,
+    /// The project whose data changes.
+    pub project_id: ProjectId,
+    /// What kind of change.
+    pub op: EventOp,
+    /// What it changes, for people: `project:/notes/a.md`.
+    pub target: String,
+    /// The request's parameters (never file contents).
+    pub params: serde_json::Value,
+    /// The steps the change takes.
+    pub plan: Vec<Step>,
+    /// The steps that undo it.
+    pub undo: Vec<Step>,
+    /// For a revert: the event it undoes.
+    pub reverts: Option<EventId>,
+}
+
+/// A stored event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StorageEvent {
+    /// Its id.
+    pub id: EventId,
+    /// Who.
+    pub actor: Actor,
+    /// The project's id.
+    pub project_id: ProjectId,
+    /// The project's slug.
+    pub project: ProjectSlug,
+    /// What kind of change.
+    pub op: EventOp,
+    /// What it changes, for people.
+    pub target: String,
+    /// The request's parameters.
+    pub params: serde_json::Value,
+    /// The steps the change takes.
+    pub plan: Vec<Step>,
+    /// The steps that undo it.
+    pub undo: Vec<Step>,
+    /// Where it stands.
+    pub status: EventStatus,
+    /// What the change produced (for example the new etag), once applied.
+    pub result: Option<serde_json::Value>,
+    /// Why it failed, for `failed` (our words, never an upstream body).
+    pub error: Option<String>,
+    /// For a revert: the event it undoes.
+    pub reverts: Option<EventId>,
+    /// The revert that undid (or is undoing) this event.
+    pub reverted_by: Option<EventId>,
+    /// When the intent was recorded.
+    pub created_at: DateTime<Utc>,
+    /// When the status last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn abs(s: &str) -> AbsPath {
+        AbsPath::parse(s).unwrap()
+    }
+
+    #[test]
+    fn trash_lives_beside_the_projects_under_the_base() {
+        let id: EventId = "6f1c1c1e-6b0b-4e53-9a38-2d1f7cf6b8a1".parse().unwrap();
+        let slug = ProjectSlug::parse("alpha").unwrap();
+        let trash = trash_folder(&abs("/Projects"), &slug, id);
+        assert_eq!(
+            trash.to_string(),
+            "/Projects/.acdm-trash/alpha/6f1c1c1e-6b0b-4e53-9a38-2d1f7cf6b8a1"
+        );
+        assert!(trash_root(&abs("/Projects")).contains(&trash));
+        let kept = kept_path(&trash, 0, &abs("/Projects/Alpha/a b#.md")).unwrap();
+        assert_eq!(kept.segments().last().unwrap(), "a b#.md");
+        assert!(trash.contains(&kept));
+    }
+
+    #[test]
+    fn a_revert_discards_into_its_own_trash_and_can_itself_be_reverted() {
+        let trash = abs("/P/.acdm-trash/alpha/r1");
+        let undo = vec![
+            Step::Discard {
+                path: abs("/P/Alpha/a.md"),
+                etag: Some("e2".into()),
+            },
+            Step::Move {
+                from: abs("/P/.acdm-trash/alpha/e1/0/a.md"),
+                to: abs("/P/Alpha/a.md"),
+            },
+        ];
+        let (plan, inverse) = revert_plan(&undo, &trash).unwrap();
+        assert_eq!(
+            plan,
+            vec![
+                Step::Move {
+                    from: abs("/P/Alpha/a.md"),
+                    to: abs("/P/.acdm-trash/alpha/r1/0/a.md"),
+                },
+                Step::Move {
+                    from: abs("/P/.acdm-trash/alpha/e1/0/a.md"),
+                    to: abs("/P/Alpha/a.md"),
+                },
+            ]
+        );
+        // Undoing the revert: put the restored file back in the first
+        // trash, then bring the discarded one back, in that order.
+        assert_eq!(
+            inverse,
+            vec![
+                Step::Move {
+                    from: abs("/P/Alpha/a.md"),
+                    to: abs("/P/.acdm-trash/alpha/e1/0/a.md"),
+                },
+                Step::Move {
+                    from: abs("/P/.acdm-trash/alpha/r1/0/a.md"),
+                    to: abs("/P/Alpha/a.md"),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn steps_round_trip_as_tagged_json_and_names_parse() {
+        let step = Step::Put {
+            path: abs("/P/A/x.md"),
+            sha256: "ab".into(),
+            size: 2,
+            replaces: None,
+        };
+        let json = serde_json::to_value(&step).unwrap();
+        assert_eq!(json["step"], "put");
+        assert_eq!(serde_json::from_value::<Step>(json).unwrap(), step);
+        assert!(
+            serde_json::from_str::<Step>(r#"{"step":"move","from":"/a/../b","to":"/c"}"#).is_err()
+        );
+        for op in EventOp::ALL {
+            assert_eq!(op.as_str().parse::<EventOp>().unwrap(), *op);
+        }
+        assert_eq!(
+            "via_agent".parse::<ActorKind>().unwrap(),
+            ActorKind::ViaAgent
+        );
+        assert!("pendin".parse::<EventStatus>().is_err());
+    }
+}
