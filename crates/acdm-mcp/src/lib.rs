@@ -14,7 +14,6 @@ mod health;
 mod metrics;
 mod server;
 mod tools;
-mod window;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -13,7 +13,7 @@ use acdm_sources::{EntryKind, GitRef, ReadRange, SourceError, Sources, WikiQuery
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::window::{Encoding, render};
+use acdm_sources::render::{Encoding, render};
 
 /// The tool names, as the LLM sees them.
 pub(crate) const SEARCH_WIKI: &str = "acdm_search_wiki";
@@ -202,11 +202,24 @@ pub(crate) struct ReadOutput {
     /// Where to continue (pass it as `offset`), when truncated.
     next_offset: Option<u64>,
     /// `text` (UTF-8) or `base64` (binary content).
+    #[schemars(with = "EncodingSchema")]
     encoding: Encoding,
     /// The MIME type, when known.
     content_type: Option<String>,
     /// The bytes, as text or base64.
     content: String,
+}
+
+/// How `content` is encoded, for the output schema (the renderer's
+/// [`Encoding`] lives in acdm-sources, which knows nothing of schemas).
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code, reason = "only its schema is used")]
+enum EncodingSchema {
+    /// UTF-8 text.
+    Text,
+    /// Base64 of binary bytes.
+    Base64,
 }
 
 /// The structured content of a failed call.

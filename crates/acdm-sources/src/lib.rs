@@ -27,6 +27,7 @@ pub mod http;
 pub mod local;
 pub mod model;
 pub mod nextcloud;
+pub mod render;
 mod unconfigured;
 
 use acdm_core::{AbsPath, RelPath};

@@ -16,6 +16,7 @@
 mod config;
 mod db;
 mod error;
+mod events;
 mod migrations;
 mod provisioning;
 mod watch;
@@ -28,6 +29,7 @@ use async_trait::async_trait;
 pub use config::{DatabaseConfig, DatabaseTarget, TargetError};
 pub use db::Backend;
 pub use error::StoreError;
+pub use events::{EventFilter, NC_WRITES_SWITCH, SwitchState};
 pub use migrations::{MigrationList, MigrationStatus, embedded_versions};
 pub use provisioning::{AgentMountChange, Upsert};
 pub use watch::spawn_scope_watcher;

@@ -17,7 +17,7 @@ use crate::error::StoreError;
 
 /// Timestamps are kept to the microsecond, PostgreSQL's precision, so both
 /// backends return what was written.
-fn now() -> DateTime<Utc> {
+pub(crate) fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }
 
@@ -50,7 +50,7 @@ struct ProjectRow {
 }
 
 /// Parses the identifying columns of a `projects` row.
-fn project_ref(id: &str, slug: &str, name: &str) -> Result<ProjectRef, StoreError> {
+pub(crate) fn project_ref(id: &str, slug: &str, name: &str) -> Result<ProjectRef, StoreError> {
     let bad = |detail: String| StoreError::corrupt("projects", detail);
     Ok(ProjectRef {
         id: id
@@ -92,14 +92,14 @@ impl MemberRow {
 }
 
 #[derive(sqlx::FromRow)]
-struct MountRow {
+pub(crate) struct MountRow {
     name: String,
     root: String,
     writable: bool,
 }
 
 impl MountRow {
-    fn into_domain(self) -> Result<Mount, StoreError> {
+    pub(crate) fn into_domain(self) -> Result<Mount, StoreError> {
         let bad = |detail: String| StoreError::corrupt("project_mounts", detail);
         Ok(Mount {
             name: MountName::parse(&self.name).map_err(|e| bad(format!("name: {e}")))?,

@@ -10,6 +10,7 @@
     reason = "tests fail loudly and report what they measured"
 )]
 
+mod events;
 mod harness;
 mod migrations;
 mod provisioning;

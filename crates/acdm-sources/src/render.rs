@@ -1,15 +1,17 @@
 //! Turning a read window into what a tool returns: text when the bytes are
 //! UTF-8 text, base64 otherwise, never cutting a character in two, with the
-//! offset to continue from.
+//! offset to continue from. Shared by the MCP tools and the BFF so both
+//! answer a read the same way.
 
-use acdm_sources::Window;
 use base64::Engine;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::Window;
 
 /// How `content` is encoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Encoding {
+pub enum Encoding {
     /// UTF-8 text.
     Text,
     /// Base64 of binary bytes.
@@ -18,16 +20,18 @@ pub(crate) enum Encoding {
 
 /// A rendered window.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Rendered {
-    pub(crate) encoding: Encoding,
-    pub(crate) content: String,
+pub struct Rendered {
+    /// Text or base64.
+    pub encoding: Encoding,
+    /// The bytes, as text or base64.
+    pub content: String,
     /// Bytes of the file this content covers (may be fewer than read when
     /// a character was cut at the end).
-    pub(crate) returned_bytes: u64,
+    pub returned_bytes: u64,
     /// True when the file continues after the returned bytes.
-    pub(crate) truncated: bool,
+    pub truncated: bool,
     /// Where to continue reading, when truncated.
-    pub(crate) next_offset: Option<u64>,
+    pub next_offset: Option<u64>,
 }
 
 /// MIME types that are text even though they are `application/…`.
@@ -62,7 +66,7 @@ fn binary_type(content_type: Option<&str>) -> bool {
 }
 
 /// Renders `window` (read with a requested length of `requested`).
-pub(crate) fn render(window: &Window, requested: u64) -> Rendered {
+pub fn render(window: &Window, requested: u64) -> Rendered {
     let bytes = &window.bytes[..];
     let more_in_file = window.has_more(requested);
     let as_binary = |bytes: &[u8]| Rendered {
