@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use acdm_bff::admin::{self, AdminState};
 use acdm_bff::envelope::failure;
+use acdm_bff::journal::Journal;
+use acdm_bff::nc::{NcLimits, NcState};
+use acdm_bff::switch::KillSwitch;
 use acdm_core::{ErrorCode, ScopeResolver, TokenDigest};
 use acdm_mcp::{McpMetrics, McpSettings, ReadLimits};
 use acdm_sources::gitlab::{GitLabConfig, GitLabWiki};
@@ -57,6 +60,11 @@ pub struct AppState {
     pub resolver: Arc<ScopeResolver>,
     /// What `/readyz` reports.
     pub readiness: Arc<Readiness>,
+    /// The storage-event journal every file write goes through.
+    pub journal: Journal,
+    /// The kill switch for agents' file writes.
+    pub kill_switch: KillSwitch,
+    nc: NcState,
     gate: ServiceGate,
     admin: Option<AdminState>,
     max_request_bytes: usize,
@@ -70,13 +78,31 @@ impl AppState {
             config.scope_cache_ttl,
         ));
         let service_token = config.service_token.as_ref().map(|t| t.expose_secret());
+        let journal = Journal::new(
+            store.clone(),
+            sources.files.clone(),
+            config.files_base.clone(),
+        );
+        let kill_switch = KillSwitch::new(config.nc_writes_enabled);
+        let read_max = u64::try_from(config.mcp_max_read_bytes).unwrap_or(u64::MAX);
+        let nc = NcState::new(
+            journal.clone(),
+            sources.search.clone(),
+            kill_switch.clone(),
+            NcLimits {
+                default_read_bytes: (64 * 1024).min(read_max),
+                max_read_bytes: read_max,
+                ..NcLimits::default()
+            },
+        );
         let admin = config
             .admin_token
             .as_ref()
             .and_then(|t| TokenDigest::of(t.expose_secret()))
             .map(|digest| {
                 AdminState::new(
-                    store.clone(),
+                    journal.clone(),
+                    kill_switch.clone(),
                     resolver.clone(),
                     config.files_base.clone(),
                     digest,
@@ -104,6 +130,9 @@ impl AppState {
             mcp,
             readiness: Arc::new(Readiness::new(store.clone(), service_token.is_some())),
             gate: ServiceGate::new(service_token),
+            journal,
+            kill_switch,
+            nc,
             store,
             sources,
             resolver,
@@ -133,13 +162,17 @@ pub fn router(state: &AppState) -> Router {
     with_global_layers(state, adapter_routes(state))
 }
 
-/// The routes of the adapters: the MCP server (the BFF joins here).
+/// The routes of the adapters: the MCP server and the Agent Tools BFF.
 fn adapter_routes(state: &AppState) -> Router {
     acdm_mcp::router(
         state.sources.clone(),
         state.mcp.clone(),
         state.mcp_metrics.clone(),
     )
+    .merge(acdm_bff::agent_tools(
+        state.nc.clone(),
+        state.resolver.clone(),
+    ))
 }
 
 /// `GET /metrics`: Prometheus text exposition. Open like the probes: it
@@ -239,9 +272,26 @@ impl Application {
         let state = AppState::new(config, store.clone(), sources);
         let shutdown = state.shutdown.clone();
         acdm_store::spawn_scope_watcher(
-            store,
+            store.clone(),
             state.resolver.clone(),
             config.scope_poll_interval,
+            shutdown.child_token(),
+        )
+        .await;
+        // The operator's kill switch before the first request, then followed.
+        state
+            .kill_switch
+            .refresh(&store)
+            .await
+            .context("cannot read the kill switch from the database")?;
+        state.kill_switch.spawn_follower(
+            store.clone(),
+            config.scope_poll_interval,
+            shutdown.child_token(),
+        );
+        spawn_reconciler(
+            state.journal.clone(),
+            config.events_settle_after,
             shutdown.child_token(),
         )
         .await;
@@ -370,6 +420,30 @@ pub fn build_sources(config: &Config) -> anyhow::Result<Sources> {
         files,
         search,
     })
+}
+
+/// Settles storage events a crash left `pending`: once before serving,
+/// then every 30 seconds, each time those older than `settle_after` (so a
+/// write in flight on another replica is never touched).
+async fn spawn_reconciler(journal: Journal, settle_after: Duration, shutdown: CancellationToken) {
+    let run = move |journal: Journal| async move {
+        let cutoff = chrono::Utc::now()
+            - chrono::TimeDelta::from_std(settle_after).unwrap_or(chrono::TimeDelta::zero());
+        if let Err(error) = journal.reconcile(cutoff).await {
+            tracing::warn!(%error, "cannot reconcile pending storage events now");
+        }
+    };
+    run(journal.clone()).await;
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(Duration::from_secs(30));
+        ticker.tick().await;
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                _ = ticker.tick() => run(journal.clone()).await,
+            }
+        }
+    });
 }
 
 /// Connects to the configured database and applies migrations when

@@ -10,6 +10,11 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
+use acdm_bff::journal::Journal;
+use acdm_bff::pipeline::with_actor;
+use acdm_bff::switch::KillSwitch;
+use acdm_core::events::{Actor, EventId};
+
 use crate::app::open_store;
 use crate::config::Config;
 
@@ -52,6 +57,76 @@ pub enum Command {
     /// Mount and unmount agents as project managers.
     #[command(subcommand)]
     Agent(AgentCommand),
+    /// List, show and revert storage events (every file write is one).
+    #[command(subcommand)]
+    Events(EventsCommand),
+    /// Show or flip the kill switch for agents' file writes (every server
+    /// follows within ACDM_SCOPE_POLL_MILLIS).
+    #[command(subcommand)]
+    KillSwitch(KillSwitchCommand),
+}
+
+/// `events …`
+#[derive(Debug, Subcommand)]
+pub enum EventsCommand {
+    /// Storage events, newest first.
+    List {
+        /// Only this project (slug).
+        #[arg(long)]
+        project: Option<String>,
+        /// Only this agent.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only this status (pending, applied, failed, reverted).
+        #[arg(long)]
+        status: Option<String>,
+        /// At most this many (1–500).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Only events older than this event (the `next_before` of a page).
+        #[arg(long)]
+        before: Option<String>,
+    },
+    /// One event, with its plan and undo steps.
+    Show {
+        /// The event id.
+        id: String,
+    },
+    /// Reverts an applied event (recorded as a new event by --user).
+    Revert {
+        /// The event id.
+        id: String,
+        /// Who reverts (recorded as a direct actor).
+        #[arg(long)]
+        user: String,
+    },
+    /// Settles events left pending by a crash, now (whatever their age).
+    Reconcile,
+}
+
+/// `kill-switch …`
+#[derive(Debug, Subcommand)]
+pub enum KillSwitchCommand {
+    /// The current state and who decided it.
+    Show,
+    /// Switch agents' file writes off.
+    Off {
+        /// Why (kept with the switch).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Who (kept with the switch).
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Switch agents' file writes back on.
+    On {
+        /// Why (kept with the switch).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Who (kept with the switch).
+        #[arg(long)]
+        user: Option<String>,
+    },
 }
 
 /// `project …`
@@ -259,8 +334,117 @@ async fn provision(
             print(&store.unmount_agent(&agent).await?)
         }
         Command::Agent(AgentCommand::List) => print(&store.list_agents().await?),
+        Command::Events(command) => events(command, config, store).await,
+        Command::KillSwitch(command) => kill_switch(command, config, store).await,
         Command::Serve | Command::Demo | Command::Migrate | Command::CheckConfig => {
-            anyhow::bail!("not a provisioning command")
+            anyhow::bail!("not an operator command")
         }
     }
+}
+
+async fn events(
+    command: EventsCommand,
+    config: &Config,
+    store: &acdm_store::Store,
+) -> anyhow::Result<()> {
+    match command {
+        EventsCommand::List {
+            project,
+            agent,
+            status,
+            limit,
+            before,
+        } => {
+            anyhow::ensure!(
+                (1..=500).contains(&limit),
+                "--limit must be between 1 and 500"
+            );
+            let filter = acdm_store::EventFilter {
+                project: project
+                    .as_deref()
+                    .map(|p| parse("slug", p, ProjectSlug::parse))
+                    .transpose()?,
+                agent: agent
+                    .as_deref()
+                    .map(|a| parse("agent name", a, AgentName::parse))
+                    .transpose()?,
+                status: status
+                    .as_deref()
+                    .map(|s| parse("status", s, str::parse))
+                    .transpose()?,
+                before: before
+                    .as_deref()
+                    .map(|b| parse("event id", b, str::parse))
+                    .transpose()?,
+                limit,
+                ..acdm_store::EventFilter::default()
+            };
+            let events = store.list_events(&filter).await?;
+            let next_before = (events.len() == limit as usize)
+                .then(|| events.last().map(|e| e.id))
+                .flatten();
+            print(&serde_json::json!({ "events": events, "next_before": next_before }))
+        }
+        EventsCommand::Show { id } => {
+            let id: EventId = parse("event id", &id, str::parse)?;
+            print(&store.event(id).await?)
+        }
+        EventsCommand::Revert { id, user } => {
+            let id: EventId = parse("event id", &id, str::parse)?;
+            let user = parse("user id", &user, UserId::parse)?;
+            let journal = journal(config, store)?;
+            let revert = with_actor(Actor::direct(user), journal.revert(id, None))
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot revert event {id}: {e}"))?;
+            print(&serde_json::json!({ "revert": revert, "reverted": id }))
+        }
+        EventsCommand::Reconcile => {
+            let journal = journal(config, store)?;
+            print(&journal.reconcile(chrono::Utc::now()).await?)
+        }
+    }
+}
+
+/// The journal over the configured file store.
+fn journal(config: &Config, store: &acdm_store::Store) -> anyhow::Result<Journal> {
+    let sources = crate::app::build_sources(config)?;
+    Ok(Journal::new(
+        store.clone(),
+        sources.files,
+        config.files_base.clone(),
+    ))
+}
+
+async fn kill_switch(
+    command: KillSwitchCommand,
+    config: &Config,
+    store: &acdm_store::Store,
+) -> anyhow::Result<()> {
+    let switch = KillSwitch::new(config.nc_writes_enabled);
+    let (enabled, reason, user) = match command {
+        KillSwitchCommand::Show => {
+            let row = switch.refresh(store).await?;
+            return print(&switch.report(row));
+        }
+        KillSwitchCommand::Off { reason, user } => (false, reason, user),
+        KillSwitchCommand::On { reason, user } => (true, reason, user),
+    };
+    anyhow::ensure!(
+        !enabled || config.nc_writes_enabled,
+        "ACDM_AI_NC_WRITES_ENABLED=false in this environment; writes can only be enabled there"
+    );
+    let user = user
+        .as_deref()
+        .map(|u| parse("user id", u, UserId::parse))
+        .transpose()?;
+    store
+        .set_switch(
+            acdm_store::NC_WRITES_SWITCH,
+            enabled,
+            user.as_ref().map(UserId::as_str),
+            reason.as_deref(),
+        )
+        .await?;
+    let row = switch.refresh(store).await?;
+    print(&switch.report(row))
 }

@@ -77,7 +77,7 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "ACDM_AI_NC_WRITES_ENABLED",
         "true",
-        "Kill switch for file writes made through agents. `false` refuses them with `kill_switch_off`; operators can also flip it at run time.",
+        "Kill switch for file writes made through agents. `false` refuses them with `kill_switch_off` and operators cannot enable them at run time; with `true`, operators can switch writes off (and on again) at run time for every server (`PUT /admin/kill-switch`, `acdm-backend kill-switch`). Off wins.",
     ),
     Setting {
         secret: true,
@@ -181,6 +181,11 @@ pub const SETTINGS: &[Setting] = &[
         "How often each server checks whether agent mounts changed elsewhere (100–60000); an unmount reaches every server within this time.",
     ),
     setting(
+        "ACDM_EVENTS_SETTLE_AFTER_SECONDS",
+        "120",
+        "Storage events still `pending` this long after they were recorded are settled by the reconciler (at start-up and every 30 s): found done ⇒ `applied`, otherwise rolled back ⇒ `failed` (0–86400). Longer than any write takes, so a replica never settles another's write in flight.",
+    ),
+    setting(
         "ACDM_MAX_REQUEST_BYTES",
         "10485760",
         "Largest request body accepted, in bytes (1024–268435456); larger bodies get `payload_too_large`.",
@@ -281,6 +286,8 @@ pub struct Config {
     pub scope_cache_ttl: Duration,
     /// `ACDM_SCOPE_POLL_MILLIS`.
     pub scope_poll_interval: Duration,
+    /// `ACDM_EVENTS_SETTLE_AFTER_SECONDS`.
+    pub events_settle_after: Duration,
     /// `ACDM_MAX_REQUEST_BYTES`.
     pub max_request_bytes: usize,
     /// `ACDM_SHUTDOWN_GRACE_SECONDS`.
@@ -728,6 +735,8 @@ impl Config {
             Duration::from_secs(r.number("ACDM_SCOPE_CACHE_TTL_SECONDS", 300, 1..=3600));
         let scope_poll_interval =
             Duration::from_millis(r.number("ACDM_SCOPE_POLL_MILLIS", 2000, 100..=60_000));
+        let events_settle_after =
+            Duration::from_secs(r.number("ACDM_EVENTS_SETTLE_AFTER_SECONDS", 120, 0..=86_400));
         let max_request_bytes =
             usize::try_from(r.number("ACDM_MAX_REQUEST_BYTES", 10 << 20, 1024..=256 << 20))
                 .unwrap_or(10 << 20);
@@ -765,6 +774,7 @@ impl Config {
             mcp_allowed_hosts,
             scope_cache_ttl,
             scope_poll_interval,
+            events_settle_after,
             max_request_bytes,
             shutdown_grace,
             log: LogSettings { format, filter },
@@ -821,6 +831,7 @@ impl Config {
             "ACDM_MCP_ALLOWED_HOSTS": self.mcp_allowed_hosts,
             "ACDM_SCOPE_CACHE_TTL_SECONDS": self.scope_cache_ttl.as_secs(),
             "ACDM_SCOPE_POLL_MILLIS": u64::try_from(self.scope_poll_interval.as_millis()).unwrap_or(u64::MAX),
+            "ACDM_EVENTS_SETTLE_AFTER_SECONDS": self.events_settle_after.as_secs(),
             "ACDM_MAX_REQUEST_BYTES": self.max_request_bytes,
             "ACDM_SHUTDOWN_GRACE_SECONDS": self.shutdown_grace.as_secs(),
         })

@@ -56,6 +56,7 @@ pub fn make_span(req: &Request) -> Span {
         agent = Empty,
         user = Empty,
         thread = Empty,
+        project = Empty,
         status = Empty,
         outcome = Empty,
         latency_ms = Empty,

@@ -1,19 +1,21 @@
-//! The operator API at `/admin` (spec §9): provisioning and the scope-cache
-//! reset, behind `Authorization: Bearer <ACDM_ADMIN_TOKEN>`.
+//! The operator API at `/admin` (spec §9): provisioning, the scope-cache
+//! reset, storage events (list, show, revert) and the kill switch, behind
+//! `Authorization: Bearer <ACDM_ADMIN_TOKEN>`.
 //!
 //! The binary mounts this router only when an admin token is configured;
 //! without one every `/admin` path is 404. The service token never opens
-//! it. Storage events and the kill switch join this router with the nc BFF.
+//! it.
 
 use std::sync::Arc;
 
 use acdm_core::domain::MemberRole;
+use acdm_core::events::{Actor, EventId, EventStatus};
 use acdm_core::{
     AbsPath, AgentName, ErrorCode, MountName, ProjectName, ProjectSlug, RequestId, ScopeResolver,
     TokenDigest, ToolResponse, UserId,
 };
-use acdm_store::Store;
-use axum::extract::{Path, Request, State};
+use acdm_store::{EventFilter, NC_WRITES_SWITCH, Store};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -22,7 +24,10 @@ use axum::{Extension, Router};
 use serde::{Deserialize, Serialize};
 
 use crate::envelope::{Envelope, Failure, Outcome, failure};
-use crate::extract::{StrictJson, path_param};
+use crate::extract::{StrictJson, invalid_field, path_param};
+use crate::journal::{Journal, JournalError};
+use crate::pipeline::with_actor;
+use crate::switch::KillSwitch;
 
 /// What the operator API needs.
 #[derive(Clone)]
@@ -31,23 +36,28 @@ pub struct AdminState {
     resolver: Arc<ScopeResolver>,
     files_base: AbsPath,
     token: TokenDigest,
+    journal: Journal,
+    switch: KillSwitch,
 }
 
 impl AdminState {
-    /// The operator API over `store`, invalidating `resolver` on agent
-    /// changes; default mounts go under `files_base`; callers must present
-    /// the token whose digest is `token`.
+    /// The operator API over `journal`'s store, invalidating `resolver` on
+    /// agent changes; default mounts go under `files_base`; callers must
+    /// present the token whose digest is `token`.
     pub fn new(
-        store: Store,
+        journal: Journal,
+        switch: KillSwitch,
         resolver: Arc<ScopeResolver>,
         files_base: AbsPath,
         token: TokenDigest,
     ) -> Self {
         Self {
-            store,
+            store: journal.store().clone(),
             resolver,
             files_base,
             token,
+            journal,
+            switch,
         }
     }
 }
@@ -66,6 +76,13 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/agents", post(mount_agent).get(list_agents))
         .route("/admin/agents/{agent_name}", delete(unmount_agent))
         .route("/admin/scope-cache/reset", post(reset_scope_cache))
+        .route("/admin/events", get(list_events))
+        .route("/admin/events/{id}", get(show_event))
+        .route("/admin/events/{id}/revert", post(revert_event))
+        .route(
+            "/admin/kill-switch",
+            get(show_kill_switch).put(set_kill_switch),
+        )
         .method_not_allowed_fallback(method_not_allowed)
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -348,4 +365,224 @@ async fn reset_scope_cache(State(state): State<AdminState>) -> Reply {
         serde_json::json!({ "dropped": dropped }),
         format!("scope cache reset ({dropped} entries dropped on this server)"),
     )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventsQuery {
+    #[serde(default)]
+    project: Option<String>,
+    #[serde(default)]
+    agent: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    limit: Option<u32>,
+    #[serde(default)]
+    before: Option<String>,
+}
+
+fn event_id_param(field: &str, raw: &str) -> Result<EventId, Failure> {
+    raw.parse::<EventId>()
+        .map_err(|_| invalid_field(field, "must be an event id (a UUID)"))
+}
+
+async fn list_events(
+    State(state): State<AdminState>,
+    request_id: Option<Extension<RequestId>>,
+    query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Reply {
+    let Query(query) = query.map_err(|e| invalid_field("query", e.body_text()))?;
+    let limit = query.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(invalid_field("limit", "must be between 1 and 500"));
+    }
+    let filter = EventFilter {
+        project: query
+            .project
+            .as_deref()
+            .map(|p| ProjectSlug::parse(p).map_err(|e| invalid_field("project", e.to_string())))
+            .transpose()?,
+        project_id: None,
+        agent: query
+            .agent
+            .as_deref()
+            .map(|a| AgentName::parse(a).map_err(|e| invalid_field("agent", e.to_string())))
+            .transpose()?,
+        status: query
+            .status
+            .as_deref()
+            .map(|s| {
+                s.parse::<EventStatus>()
+                    .map_err(|e| invalid_field("status", e.to_string()))
+            })
+            .transpose()?,
+        before: query
+            .before
+            .as_deref()
+            .map(|b| event_id_param("before", b))
+            .transpose()?,
+        limit,
+    };
+    let events = state
+        .store
+        .list_events(&filter)
+        .await
+        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    let next_before = (events.len() == limit as usize)
+        .then(|| events.last().map(|e| e.id))
+        .flatten();
+    let message = format!("{} storage event(s), newest first", events.len());
+    ok(
+        serde_json::json!({ "events": events, "next_before": next_before }),
+        message,
+    )
+}
+
+async fn show_event(
+    State(state): State<AdminState>,
+    request_id: Option<Extension<RequestId>>,
+    Path(id): Path<String>,
+) -> Reply {
+    let id = event_id_param("id", &id)?;
+    let event = state
+        .store
+        .event(id)
+        .await
+        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    let message = format!(
+        "event {id}: {} {} ({})",
+        event.op, event.target, event.status
+    );
+    ok(event, message)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RevertBody {
+    user_id: UserId,
+}
+
+/// Maps a journal error for the operator API.
+pub(crate) fn journal_failure(error: JournalError, request_id: Option<&RequestId>) -> Failure {
+    match error {
+        JournalError::Store(e) => Failure::store(&e, request_id),
+        JournalError::Source(e) => Failure::new(e.code(), e.to_string()),
+        JournalError::Conflict(message) => Failure::new(ErrorCode::Conflict, message),
+        JournalError::NotFound(message) => Failure::new(ErrorCode::NotFound, message),
+        other => {
+            tracing::error!(error = %other, "journal refused");
+            Failure::new(
+                ErrorCode::InternalError,
+                crate::envelope::internal_message(request_id),
+            )
+        }
+    }
+}
+
+async fn revert_event(
+    State(state): State<AdminState>,
+    request_id: Option<Extension<RequestId>>,
+    Path(id): Path<String>,
+    StrictJson(body): StrictJson<RevertBody>,
+) -> Reply {
+    let id = event_id_param("id", &id)?;
+    let revert = with_actor(
+        Actor::direct(body.user_id.clone()),
+        state.journal.revert(id, None),
+    )
+    .await
+    .map_err(|e| journal_failure(e, request_id.as_ref().map(|e| &e.0)))?;
+    tracing::warn!(event = %id, revert = %revert.id, user = %body.user_id, "storage event reverted by an operator");
+    let message = format!(
+        "event {id} reverted by event {} ({})",
+        revert.id, revert.status
+    );
+    ok(
+        serde_json::json!({ "revert": revert, "reverted": id }),
+        message,
+    )
+}
+
+async fn show_kill_switch(
+    State(state): State<AdminState>,
+    request_id: Option<Extension<RequestId>>,
+) -> Reply {
+    let row = state
+        .switch
+        .refresh(&state.store)
+        .await
+        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    let report = state.switch.report(row);
+    let message = if report.nc_writes_enabled {
+        "agents' file writes are enabled".to_owned()
+    } else {
+        format!(
+            "agents' file writes are OFF (decided by the {})",
+            report.decided_by
+        )
+    };
+    ok(report, message)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetKillSwitch {
+    nc_writes_enabled: bool,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    changed_by: Option<UserId>,
+}
+
+async fn set_kill_switch(
+    State(state): State<AdminState>,
+    request_id: Option<Extension<RequestId>>,
+    StrictJson(body): StrictJson<SetKillSwitch>,
+) -> Reply {
+    if body.nc_writes_enabled && !state.switch.environment() {
+        return Err(Failure::new(
+            ErrorCode::Conflict,
+            "ACDM_AI_NC_WRITES_ENABLED=false in this deployment's environment; writes can only be enabled there",
+        ));
+    }
+    if body
+        .reason
+        .as_ref()
+        .is_some_and(|r| r.chars().count() > 500)
+    {
+        return Err(invalid_field("reason", "must be at most 500 characters"));
+    }
+    let changed_by = body.changed_by.as_ref().map(UserId::as_str);
+    state
+        .store
+        .set_switch(
+            NC_WRITES_SWITCH,
+            body.nc_writes_enabled,
+            changed_by,
+            body.reason.as_deref(),
+        )
+        .await
+        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    let row = state
+        .switch
+        .refresh(&state.store)
+        .await
+        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    tracing::warn!(
+        nc_writes_enabled = body.nc_writes_enabled,
+        changed_by,
+        reason = body.reason.as_deref(),
+        "kill switch set by an operator"
+    );
+    let report = state.switch.report(row);
+    let message = format!(
+        "agents' file writes are now {} on every server (others follow within seconds)",
+        if report.nc_writes_enabled {
+            "enabled"
+        } else {
+            "OFF"
+        }
+    );
+    ok(report, message)
 }

@@ -50,6 +50,12 @@ impl Failure {
         Self(Box::new(ToolResponse::failure(code, message)))
     }
 
+    /// Replaces the suggested action.
+    #[must_use]
+    pub fn with_suggested_action(self, action: impl Into<String>) -> Self {
+        Self(Box::new(self.0.with_suggested_action(action)))
+    }
+
     /// Attaches details (for example field problems) as `data`.
     #[must_use]
     pub fn with_data(self, data: impl Serialize) -> Self {
@@ -71,7 +77,10 @@ impl Failure {
 
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
-        Envelope(*self.0).into_response()
+        let outcome = self.0.error_code().map_or("error", ErrorCode::as_str);
+        let mut response = Envelope(*self.0).into_response();
+        response.extensions_mut().insert(Outcome(outcome));
+        response
     }
 }
 

@@ -4,10 +4,17 @@
 //!   the one mapping of lower-layer errors to codes;
 //! - [`extract`]: strict JSON bodies and path parameters that fail with a
 //!   `validation_error` naming the field;
+//! - [`pipeline`]: identity headers → the via_agent actor in task-local
+//!   context → scope resolution, in front of every `/agent-tools` route;
+//! - [`nc`]: the seven file primitives at `/agent-tools/nc/{op}`;
+//! - [`journal`]: the reversible storage substrate — every write recorded
+//!   as an event, what it replaces kept in the trash, reverts, and the
+//!   reconciler that settles events a crash left pending;
+//! - [`switch`]: the kill switch for agents' file writes;
 //! - [`admin`]: the operator API at `/admin`.
 //!
-//! **Filled further by the BFF issues:** the `/agent-tools` routers (nc file
-//! primitives, business objects, project overview) and their pipeline.
+//! **Filled further by the BFF issues:** business objects and the project
+//! overview join [`agent_tools`].
 //!
 //! **Architecture invariant:** an adapter — no SQL, no upstream protocol,
 //! no business rules that belong in core; does not depend on acdm-mcp.
@@ -15,3 +22,21 @@
 pub mod admin;
 pub mod envelope;
 pub mod extract;
+pub mod journal;
+pub mod nc;
+pub mod pipeline;
+pub mod switch;
+
+use std::sync::Arc;
+
+use acdm_core::ScopeResolver;
+use axum::Router;
+
+/// Every `/agent-tools` route behind the agent pipeline (identity, actor,
+/// scope). The service gate runs before it, in the binary.
+pub fn agent_tools(nc: nc::NcState, resolver: Arc<ScopeResolver>) -> Router {
+    nc::routes(nc).route_layer(axum::middleware::from_fn_with_state(
+        resolver,
+        pipeline::agent_pipeline,
+    ))
+}

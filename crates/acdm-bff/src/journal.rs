@@ -1,0 +1,719 @@
+//! The business transaction around every file write (spec §6.4): record
+//! the intent durably, keep what will be overwritten or removed in the
+//! project's hidden trash (server-side COPY/MOVE, never bytes through the
+//! backend), make the upstream change with preconditions, then mark the
+//! event `applied` or `failed`.
+//!
+//! Also here: reverting an event (itself an event), and the reconciler
+//! that settles events a crash left `pending` by looking at the file store:
+//! a write whose content is there is applied; a sequence of moves that got
+//! part way is rolled back and failed.
+//!
+//! The acting party comes from the task-local context
+//! ([`crate::pipeline::current_actor`]), never from an argument.
+
+use std::sync::Arc;
+
+use acdm_core::AbsPath;
+use acdm_core::domain::{ProjectId, ProjectRef};
+use acdm_core::events::{
+    EventId, EventOp, EventStatus, NewEvent, Step, StorageEvent, kept_path, revert_plan,
+    trash_folder,
+};
+use acdm_sources::{ETag, Entry, FileStore, Precondition, ReadRange, SourceError};
+use acdm_store::{Store, StoreError};
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::pipeline::current_actor;
+
+/// Where a write can be stopped by a test, to play a crash at that point:
+/// nothing after it runs, as if the process had died.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// The intent is stored; nothing upstream has happened.
+    AfterIntent,
+    /// What will be replaced is kept (or, for a sequence of moves, the
+    /// first move is done); the main change has not happened.
+    AfterKeep,
+    /// The upstream change is done; the event is not yet marked.
+    AfterUpstream,
+}
+
+/// A hook deciding whether to "crash" at a stage (tests only).
+pub type Failpoint = Arc<dyn Fn(Stage) -> bool + Send + Sync>;
+
+/// Why a journalled operation did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The file store failed or refused.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// No actor in context: a bug in the caller, never the LLM's fault.
+    #[error("no acting party in context")]
+    NoActor,
+    /// The request cannot be carried out as asked (target exists, etag
+    /// changed, a later change is in the way of a revert).
+    #[error("{0}")]
+    Conflict(String),
+    /// What the request names does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// A failpoint stopped the operation (tests).
+    #[error("stopped at {0:?} by a failpoint")]
+    Crashed(Stage),
+}
+
+/// The outcome of a journalled write.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The event (applied, or pending when it could not be marked).
+    pub event: StorageEvent,
+    /// True when the file did not exist before.
+    pub created: bool,
+    /// The new etag, when the store reports one.
+    pub etag: Option<ETag>,
+}
+
+/// What the reconciler did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Settled {
+    /// Events found done and marked applied.
+    pub applied: Vec<EventId>,
+    /// Events found not done (rolled back where they had started) and
+    /// marked failed.
+    pub failed: Vec<EventId>,
+    /// Events that could not be settled now (the store or database
+    /// failed); tried again next time.
+    pub left: Vec<EventId>,
+}
+
+/// The journal: the store of events and the file store they describe.
+#[derive(Clone)]
+pub struct Journal {
+    store: Store,
+    files: Arc<dyn FileStore>,
+    files_base: AbsPath,
+    failpoint: Option<Failpoint>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal")
+            .field("files", &self.files.kind())
+            .field("files_base", &self.files_base)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Lowercase hex SHA-256.
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The parent folder of `path` (the root for top-level names).
+fn parent(path: &AbsPath) -> Option<AbsPath> {
+    let segments = path.segments();
+    let (_, init) = segments.split_last()?;
+    let mut parent = AbsPath::root();
+    for name in init {
+        parent = parent.join_name(name).ok()?;
+    }
+    Some(parent)
+}
+
+impl Journal {
+    /// A journal writing events to `store` about `files`; trash folders go
+    /// under `files_base`.
+    pub fn new(store: Store, files: Arc<dyn FileStore>, files_base: AbsPath) -> Self {
+        Self {
+            store,
+            files,
+            files_base,
+            failpoint: None,
+        }
+    }
+
+    /// Installs a failpoint (tests: play a crash at a stage).
+    #[must_use]
+    pub fn with_failpoint(mut self, failpoint: Failpoint) -> Self {
+        self.failpoint = Some(failpoint);
+        self
+    }
+
+    /// The database.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The file store.
+    pub fn files(&self) -> &Arc<dyn FileStore> {
+        &self.files
+    }
+
+    /// The folder under which every project's trash lives.
+    pub fn files_base(&self) -> &AbsPath {
+        &self.files_base
+    }
+
+    fn stop_at(&self, stage: Stage) -> Result<(), JournalError> {
+        match &self.failpoint {
+            Some(hook) if hook(stage) => Err(JournalError::Crashed(stage)),
+            _ => Ok(()),
+        }
+    }
+
+    /// `Some(entry)` when `path` exists, `None` when it does not.
+    async fn probe(&self, path: &AbsPath) -> Result<Option<Entry>, SourceError> {
+        match self.files.stat(path).await {
+            Ok(entry) => Ok(Some(entry)),
+            Err(SourceError::NotFound(_)) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn ensure_parent(&self, path: &AbsPath) -> Result<(), SourceError> {
+        match parent(path) {
+            Some(folder) if !folder.segments().is_empty() => self.files.make_folders(&folder).await,
+            _ => Ok(()),
+        }
+    }
+
+    async fn begin(&self, event: NewEvent) -> Result<StorageEvent, JournalError> {
+        let stored = if event.reverts.is_some() {
+            self.store.record_revert_intent(&event).await?
+        } else {
+            self.store.record_intent(&event).await?
+        };
+        tracing::info!(event = %stored.id, op = %stored.op, target = %stored.target, "storage event recorded (pending)");
+        Ok(stored)
+    }
+
+    /// Marks `id` failed after an upstream refusal, then hands the error back.
+    async fn fail(&self, id: EventId, error: JournalError) -> JournalError {
+        let reason = match &error {
+            JournalError::Source(source) => source.to_string(),
+            other => other.to_string(),
+        };
+        if let Err(store_error) = self.store.mark_failed(id, &reason).await {
+            // The reconciler settles it later.
+            tracing::error!(event = %id, error = %store_error, "cannot mark the event failed; it stays pending until reconciled");
+        }
+        error
+    }
+
+    /// Marks `id` applied. When the database fails now, the change has
+    /// happened and the event stays pending until the reconciler finds it
+    /// done; the caller still gets the event.
+    async fn finish(
+        &self,
+        event: StorageEvent,
+        result: serde_json::Value,
+    ) -> Result<StorageEvent, JournalError> {
+        match self.store.mark_applied(event.id, Some(&result)).await {
+            Ok(applied) => {
+                tracing::info!(event = %applied.id, op = %applied.op, "storage event applied");
+                Ok(applied)
+            }
+            Err(error) => {
+                tracing::error!(event = %event.id, error = %error, "the change happened but its event cannot be marked; it stays pending until reconciled");
+                Ok(event)
+            }
+        }
+    }
+
+    /// A new (not yet stored) event by the actor in context.
+    fn intent(
+        id: EventId,
+        project: &ProjectRef,
+        op: EventOp,
+        target: String,
+        params: serde_json::Value,
+    ) -> Result<NewEvent, JournalError> {
+        Ok(NewEvent {
+            id,
+            actor: current_actor().ok_or(JournalError::NoActor)?,
+            project_id: project.id,
+            op,
+            target,
+            params,
+            plan: Vec::new(),
+            undo: Vec::new(),
+            reverts: None,
+        })
+    }
+
+    /// Writes `content` at `path`: creates it (and its parent folders) or
+    /// overwrites it after keeping the old content in the trash. With
+    /// `if_match`, the file must exist with that etag.
+    pub async fn write(
+        &self,
+        project: &ProjectRef,
+        target: String,
+        path: &AbsPath,
+        content: Bytes,
+        if_match: Option<&ETag>,
+        params: serde_json::Value,
+    ) -> Result<Written, JournalError> {
+        let existing = self.probe(path).await?;
+        match (&existing, if_match) {
+            (Some(entry), _) if entry.is_folder() => {
+                return Err(JournalError::Conflict(format!(
+                    "{target} is a folder; write to a file path inside it"
+                )));
+            }
+            (None, Some(_)) => {
+                return Err(JournalError::Conflict(format!(
+                    "{target} does not exist, so if_match cannot hold; write without if_match to create it"
+                )));
+            }
+            (Some(entry), Some(want))
+                if !entry.etag.as_ref().is_some_and(|e| e.strong_eq(want)) =>
+            {
+                return Err(JournalError::Conflict(format!(
+                    "{target} has changed: its etag is now {}; read it again before overwriting",
+                    entry.etag.as_ref().map_or("unknown", ETag::value)
+                )));
+            }
+            _ => {}
+        }
+        let id = EventId::new_random();
+        let trash = trash_folder(&self.files_base, &project.slug, id);
+        let put = Step::Put {
+            path: path.clone(),
+            sha256: sha256_hex(&content),
+            size: content.len() as u64,
+            replaces: existing
+                .as_ref()
+                .and_then(|e| e.etag.as_ref())
+                .map(|e| e.value().to_owned()),
+        };
+        let (plan, undo, kept) = match &existing {
+            Some(_) => {
+                let kept = kept_path(&trash, 0, path)
+                    .map_err(|e| JournalError::Conflict(e.to_string()))?;
+                (
+                    vec![
+                        Step::Copy {
+                            from: path.clone(),
+                            to: kept.clone(),
+                        },
+                        put,
+                    ],
+                    vec![
+                        Step::Discard {
+                            path: path.clone(),
+                            etag: None,
+                        },
+                        Step::Move {
+                            from: kept.clone(),
+                            to: path.clone(),
+                        },
+                    ],
+                    Some(kept),
+                )
+            }
+            None => (
+                vec![put],
+                vec![Step::Discard {
+                    path: path.clone(),
+                    etag: None,
+                }],
+                None,
+            ),
+        };
+        let intent = NewEvent {
+            plan,
+            undo,
+            ..Self::intent(id, project, EventOp::NcWrite, target, params)?
+        };
+        let event = self.begin(intent).await?;
+        self.stop_at(Stage::AfterIntent)?;
+        let precondition = match &existing {
+            Some(entry) => entry
+                .etag
+                .clone()
+                .map_or(Precondition::None, Precondition::IfMatch),
+            None => Precondition::CreateOnly,
+        };
+        let outcome = async {
+            if let Some(kept) = &kept {
+                self.ensure_parent(kept).await?;
+                self.files.copy_to(path, kept, false).await?;
+            } else {
+                self.ensure_parent(path).await?;
+            }
+            self.stop_at(Stage::AfterKeep)?;
+            Ok::<_, JournalError>(self.files.write(path, content, &precondition).await?)
+        }
+        .await;
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(error @ JournalError::Crashed(_)) => return Err(error),
+            Err(error) => {
+                if let Some(kept) = &kept {
+                    // The copy is of no use to a write that did not happen.
+                    let _ = self.files.delete(kept, None).await;
+                }
+                return Err(self.fail(event.id, precondition_as_conflict(error)).await);
+            }
+        };
+        self.stop_at(Stage::AfterUpstream)?;
+        let etag = outcome.etag.clone();
+        let event = self
+            .finish(
+                event,
+                json!({
+                    "created": existing.is_none(),
+                    "etag": etag.as_ref().map(ETag::value),
+                }),
+            )
+            .await?;
+        Ok(Written {
+            event,
+            created: existing.is_none(),
+            etag,
+        })
+    }
+
+    /// Deletes `path` by moving it into the trash.
+    pub async fn delete(
+        &self,
+        project: &ProjectRef,
+        target: String,
+        path: &AbsPath,
+        params: serde_json::Value,
+    ) -> Result<StorageEvent, JournalError> {
+        if self.probe(path).await?.is_none() {
+            return Err(JournalError::NotFound(format!("{target} does not exist")));
+        }
+        let id = EventId::new_random();
+        let trash = trash_folder(&self.files_base, &project.slug, id);
+        let kept = kept_path(&trash, 0, path).map_err(|e| JournalError::Conflict(e.to_string()))?;
+        let plan = vec![Step::Move {
+            from: path.clone(),
+            to: kept.clone(),
+        }];
+        let undo = vec![Step::Move {
+            from: kept,
+            to: path.clone(),
+        }];
+        let event = NewEvent {
+            plan,
+            undo,
+            ..Self::intent(id, project, EventOp::NcDelete, target, params)?
+        };
+        self.run_moves(event).await
+    }
+
+    /// Moves `from` to `to`. With `overwrite`, an existing `to` is kept in
+    /// the trash first; without, it is a conflict.
+    pub async fn move_to(
+        &self,
+        project: &ProjectRef,
+        target: String,
+        from: &AbsPath,
+        to: &AbsPath,
+        overwrite: bool,
+        params: serde_json::Value,
+    ) -> Result<(StorageEvent, bool), JournalError> {
+        if self.probe(from).await?.is_none() {
+            return Err(JournalError::NotFound(format!(
+                "the source of {target} does not exist"
+            )));
+        }
+        let occupied = self.probe(to).await?.is_some();
+        if occupied && !overwrite {
+            return Err(JournalError::Conflict(format!(
+                "the destination of {target} already exists; pass overwrite: true to replace it (the replaced item is kept and can be restored)"
+            )));
+        }
+        let id = EventId::new_random();
+        let (plan, undo) = if occupied {
+            let trash = trash_folder(&self.files_base, &project.slug, id);
+            let kept =
+                kept_path(&trash, 0, to).map_err(|e| JournalError::Conflict(e.to_string()))?;
+            (
+                vec![
+                    Step::Move {
+                        from: to.clone(),
+                        to: kept.clone(),
+                    },
+                    Step::Move {
+                        from: from.clone(),
+                        to: to.clone(),
+                    },
+                ],
+                vec![
+                    Step::Move {
+                        from: to.clone(),
+                        to: from.clone(),
+                    },
+                    Step::Move {
+                        from: kept,
+                        to: to.clone(),
+                    },
+                ],
+            )
+        } else {
+            (
+                vec![Step::Move {
+                    from: from.clone(),
+                    to: to.clone(),
+                }],
+                vec![Step::Move {
+                    from: to.clone(),
+                    to: from.clone(),
+                }],
+            )
+        };
+        let event = NewEvent {
+            plan,
+            undo,
+            ..Self::intent(id, project, EventOp::NcMove, target, params)?
+        };
+        Ok((self.run_moves(event).await?, occupied))
+    }
+
+    /// Reverts event `id` of `project` (any project when `None`, for
+    /// operators): performs its undo as a new event, which can itself be
+    /// reverted.
+    pub async fn revert(
+        &self,
+        id: EventId,
+        project: Option<ProjectId>,
+    ) -> Result<StorageEvent, JournalError> {
+        let original = match self.store.event(id).await {
+            Ok(event) if project.is_none_or(|p| p == event.project_id) => event,
+            Ok(_) | Err(StoreError::NotFound { .. }) => {
+                return Err(JournalError::NotFound(format!(
+                    "storage event {id} not found"
+                )));
+            }
+            Err(error) => return Err(error.into()),
+        };
+        if original.status != EventStatus::Applied {
+            return Err(JournalError::Conflict(format!(
+                "event {id} is {}; only applied events can be reverted",
+                original.status
+            )));
+        }
+        let revert_id = EventId::new_random();
+        let trash = trash_folder(&self.files_base, &original.project, revert_id);
+        let (plan, undo) = revert_plan(&original.undo, &trash)
+            .map_err(|e| JournalError::Conflict(e.to_string()))?;
+        // A discarded file must still be what the event left, so a later
+        // change is not swept into the trash unnoticed.
+        let expected = original
+            .result
+            .as_ref()
+            .and_then(|r| r.get("etag"))
+            .and_then(serde_json::Value::as_str)
+            .and_then(ETag::strong);
+        for step in &original.undo {
+            if let Step::Discard { path, etag } = step {
+                let want = etag
+                    .as_deref()
+                    .and_then(ETag::strong)
+                    .or_else(|| expected.clone());
+                let now = self.probe(path).await?;
+                match (now, want) {
+                    (None, _) => {
+                        return Err(JournalError::Conflict(format!(
+                            "{} no longer exists; it was changed after event {id}, revert the later events first",
+                            original.target
+                        )));
+                    }
+                    (Some(entry), Some(want))
+                        if !entry.etag.as_ref().is_some_and(|e| e.strong_eq(&want)) =>
+                    {
+                        return Err(JournalError::Conflict(format!(
+                            "{} has changed since event {id}; revert the later events first",
+                            original.target
+                        )));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let event = NewEvent {
+            id: revert_id,
+            actor: current_actor().ok_or(JournalError::NoActor)?,
+            project_id: original.project_id,
+            op: EventOp::Revert,
+            target: original.target.clone(),
+            params: json!({ "reverts": id, "op": original.op }),
+            plan,
+            undo,
+            reverts: Some(id),
+        };
+        self.run_moves(event).await
+    }
+
+    /// Records `event` (a plan of moves), performs the moves in order, and
+    /// marks it. A move that fails rolls back the ones before it.
+    async fn run_moves(&self, event: NewEvent) -> Result<StorageEvent, JournalError> {
+        let moves: Vec<(AbsPath, AbsPath)> = event
+            .plan
+            .iter()
+            .map(|step| match step {
+                Step::Move { from, to } => Ok((from.clone(), to.clone())),
+                other => Err(JournalError::Conflict(format!(
+                    "cannot run a {other:?} step as a move"
+                ))),
+            })
+            .collect::<Result<_, _>>()?;
+        let event = self.begin(event).await?;
+        self.stop_at(Stage::AfterIntent)?;
+        for (index, (from, to)) in moves.iter().enumerate() {
+            if index == 1 {
+                self.stop_at(Stage::AfterKeep)?;
+            }
+            let done = async {
+                self.ensure_parent(to).await?;
+                self.files.move_to(from, to, false).await
+            }
+            .await;
+            if let Err(error) = done {
+                let undone = moves.iter().take(index).rev();
+                for (from, to) in undone {
+                    if let Err(rollback) = self.files.move_to(to, from, false).await {
+                        tracing::error!(event = %event.id, error = %rollback, "cannot roll back a move; the event is marked failed and the item stays where it is");
+                    }
+                }
+                return Err(self
+                    .fail(event.id, precondition_as_conflict(error.into()))
+                    .await);
+            }
+        }
+        self.stop_at(Stage::AfterUpstream)?;
+        self.finish(event, json!({})).await
+    }
+
+    /// Settles every event still `pending` that was recorded at or before
+    /// `older_than`, by looking at the file store.
+    pub async fn reconcile(&self, older_than: DateTime<Utc>) -> Result<Settled, StoreError> {
+        let mut settled = Settled::default();
+        for event in self.store.pending_events(older_than).await? {
+            match self.settle(&event).await {
+                Ok(true) => settled.applied.push(event.id),
+                Ok(false) => settled.failed.push(event.id),
+                Err(error) => {
+                    tracing::warn!(event = %event.id, error = %error, "cannot settle a pending event now; will try again");
+                    settled.left.push(event.id);
+                }
+            }
+        }
+        if settled != Settled::default() {
+            tracing::info!(
+                applied = settled.applied.len(),
+                failed = settled.failed.len(),
+                left = settled.left.len(),
+                "pending storage events reconciled"
+            );
+        }
+        Ok(settled)
+    }
+
+    /// Decides one pending event; `true` when it turned out applied.
+    async fn settle(&self, event: &StorageEvent) -> Result<bool, JournalError> {
+        let put = event.plan.iter().find_map(|step| match step {
+            Step::Put {
+                path, sha256, size, ..
+            } => Some((path, sha256, *size)),
+            _ => None,
+        });
+        let done = if let Some((path, sha256, size)) = put {
+            let kept_ok = match event.plan.iter().find_map(|s| match s {
+                Step::Copy { to, .. } => Some(to),
+                _ => None,
+            }) {
+                Some(kept) => self.probe(kept).await?.is_some(),
+                None => true,
+            };
+            let content_ok = match self.probe(path).await? {
+                Some(entry) if !entry.is_folder() && entry.size == Some(size) => {
+                    let window = self
+                        .files
+                        .read(path, ReadRange::new(0, size))
+                        .await?
+                        .collect(size)
+                        .await?;
+                    sha256_hex(&window.bytes) == *sha256
+                }
+                _ => false,
+            };
+            if !(kept_ok && content_ok) {
+                // Nothing to roll back: the put is the last step, and a
+                // copy alone changes nothing the project can see.
+                for step in &event.plan {
+                    if let Step::Copy { to, .. } = step {
+                        let _ = self.files.delete(to, None).await;
+                    }
+                }
+            }
+            kept_ok && content_ok
+        } else {
+            // Moves run in order, so the last one found done tells how far
+            // the event got. Scan from the end: a later step may have put
+            // something back where an earlier one took it from (a move
+            // that overwrites), but a step not yet run has touched nothing.
+            let mut completed = 0;
+            for (index, step) in event.plan.iter().enumerate().rev() {
+                let Step::Move { from, to } = step else {
+                    continue;
+                };
+                let gone = self.probe(from).await?.is_none();
+                let there = self.probe(to).await?.is_some();
+                if gone && there {
+                    completed = index + 1;
+                    break;
+                }
+            }
+            let all = completed == event.plan.len();
+            if !all {
+                for step in event.plan.iter().take(completed).rev() {
+                    if let Step::Move { from, to } = step {
+                        self.files.move_to(to, from, false).await?;
+                    }
+                }
+            }
+            all
+        };
+        if done {
+            self.store
+                .mark_applied(event.id, Some(&json!({ "settled_by": "reconciler" })))
+                .await?;
+            tracing::info!(event = %event.id, op = %event.op, "pending event found done: applied");
+        } else {
+            self.store
+                .mark_failed(
+                    event.id,
+                    "interrupted before the change was made; nothing was changed (settled at start-up)",
+                )
+                .await?;
+            tracing::info!(event = %event.id, op = %event.op, "pending event found not done: failed");
+        }
+        Ok(done)
+    }
+}
+
+/// A failed precondition upstream is a conflict for the caller.
+fn precondition_as_conflict(error: JournalError) -> JournalError {
+    match error {
+        JournalError::Source(SourceError::PreconditionFailed(message)) => {
+            JournalError::Conflict(format!(
+                "the target changed or appeared meanwhile ({message}); read it again and retry"
+            ))
+        }
+        other => other,
+    }
+}

@@ -1,0 +1,808 @@
+//! The seven nc file primitives (spec §6.1): `POST /agent-tools/nc/{op}`.
+//!
+//! Every path a caller gives (`rel_path`, `from_rel_path`, `to_rel_path`)
+//! is a [`RelPath`] (checked segments, no `..`, no encoded tricks) joined
+//! onto a mount root from the store; the file store then builds its URL
+//! one percent-encoded segment at a time. The hidden trash is never
+//! addressable. Writes go through the [`Journal`], after the kill switch.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use acdm_core::domain::{DEFAULT_MOUNT, Mount};
+use acdm_core::events::{TRASH_FOLDER, trash_root};
+use acdm_core::{AbsPath, ErrorCode, MountName, RelPath, RequestId, ToolResponse};
+use acdm_sources::render::{Encoding, render};
+use acdm_sources::{ETag, Entry, FileSearch, FileStore, ReadRange, SourceError};
+use acdm_store::Store;
+use axum::extract::{FromRequest, Path, Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Extension, Router};
+use base64::Engine;
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::envelope::{Envelope, Failure, Outcome, error_chain, internal_message};
+use crate::extract::{StrictJson, invalid_field};
+use crate::journal::{Journal, JournalError};
+use crate::pipeline::Caller;
+use crate::switch::KillSwitch;
+
+/// The operations, in the order they are documented.
+pub const OPS: [&str; 7] = [
+    "list_mounts",
+    "list",
+    "read",
+    "search",
+    "write",
+    "delete",
+    "move",
+];
+
+/// Bounds of the nc operations.
+#[derive(Debug, Clone, Copy)]
+pub struct NcLimits {
+    /// Bytes a `read` returns when `max_bytes` is not given.
+    pub default_read_bytes: u64,
+    /// The largest `max_bytes` accepted.
+    pub max_read_bytes: u64,
+    /// Entries a `list` returns at most.
+    pub max_list_entries: usize,
+    /// Entries a dry-run `delete` reports at most.
+    pub max_delete_preview: usize,
+}
+
+impl Default for NcLimits {
+    fn default() -> Self {
+        Self {
+            default_read_bytes: 64 * 1024,
+            max_read_bytes: 1024 * 1024,
+            max_list_entries: 1000,
+            max_delete_preview: 1000,
+        }
+    }
+}
+
+/// What the nc operations need.
+#[derive(Clone)]
+pub struct NcState {
+    store: Store,
+    files: Arc<dyn FileStore>,
+    search: Arc<dyn FileSearch>,
+    journal: Journal,
+    switch: KillSwitch,
+    limits: NcLimits,
+}
+
+impl NcState {
+    /// The nc operations over `journal` (its store and file store),
+    /// searching with `search`, guarded by `switch`.
+    pub fn new(
+        journal: Journal,
+        search: Arc<dyn FileSearch>,
+        switch: KillSwitch,
+        limits: NcLimits,
+    ) -> Self {
+        Self {
+            store: journal.store().clone(),
+            files: journal.files().clone(),
+            search,
+            journal,
+            switch,
+            limits,
+        }
+    }
+}
+
+/// The nc routes (without the agent pipeline, which [`crate::agent_tools`]
+/// puts in front of every `/agent-tools` route).
+pub(crate) fn routes(state: NcState) -> Router {
+    Router::new()
+        .route("/agent-tools/nc/{op}", post(dispatch))
+        .with_state(state)
+}
+
+/// One call: the state, the caller, and the request id for messages.
+struct Ctx {
+    state: NcState,
+    caller: Caller,
+    request_id: Option<RequestId>,
+}
+
+type Reply = Result<Response, Failure>;
+
+fn ok<T: Serialize>(data: T, message: impl Into<String>) -> Reply {
+    Ok(Envelope(ToolResponse::ok(data, message)).into_response())
+}
+
+async fn dispatch(
+    State(state): State<NcState>,
+    Path(op): Path<String>,
+    Extension(caller): Extension<Caller>,
+    request_id: Option<Extension<RequestId>>,
+    req: Request,
+) -> Response {
+    let Some(op) = OPS.iter().find(|known| **known == op) else {
+        return Failure::new(
+            ErrorCode::NotFound,
+            format!(
+                "no nc operation `{op}`; the operations are: {}",
+                OPS.join(", ")
+            ),
+        )
+        .into_response();
+    };
+    tracing::Span::current().record("op", format!("nc.{op}"));
+    let ctx = Ctx {
+        state,
+        caller,
+        request_id: request_id.map(|Extension(id)| id),
+    };
+    let reply = match *op {
+        "list_mounts" => ctx.list_mounts(body(req).await).await,
+        "list" => ctx.list(body(req).await).await,
+        "read" => ctx.read(body(req).await).await,
+        "search" => ctx.search(body(req).await).await,
+        "write" => ctx.write(body(req).await).await,
+        "delete" => ctx.delete(body(req).await).await,
+        _ => ctx.move_item(body(req).await).await,
+    };
+    let response = reply.unwrap_or_else(IntoResponse::into_response);
+    with_outcome(response)
+}
+
+/// Names the outcome on a successful response, for the request span
+/// (failures name their code themselves).
+fn with_outcome(mut response: Response) -> Response {
+    if response.extensions().get::<Outcome>().is_none() {
+        response.extensions_mut().insert(Outcome("ok"));
+    }
+    response
+}
+
+async fn body<T: DeserializeOwned>(req: Request) -> Result<T, Failure> {
+    StrictJson::<T>::from_request(req, &())
+        .await
+        .map(|StrictJson(v)| v)
+}
+
+// ---- request bodies -------------------------------------------------------
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Empty {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListBody {
+    #[serde(default)]
+    rel_path: String,
+    #[serde(default)]
+    mount: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadBody {
+    rel_path: String,
+    #[serde(default)]
+    mount: Option<String>,
+    #[serde(default)]
+    offset: u64,
+    #[serde(default)]
+    max_bytes: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchBody {
+    query: String,
+    #[serde(default)]
+    mount: Option<String>,
+    #[serde(default)]
+    limit: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteBody {
+    rel_path: String,
+    content: String,
+    #[serde(default)]
+    encoding: Option<Encoding>,
+    #[serde(default)]
+    if_match: Option<String>,
+    #[serde(default)]
+    mount: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeleteBody {
+    rel_path: String,
+    #[serde(default)]
+    mount: Option<String>,
+    #[serde(default = "yes")]
+    dry_run: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MoveBody {
+    from_rel_path: String,
+    to_rel_path: String,
+    #[serde(default)]
+    overwrite: bool,
+    #[serde(default)]
+    mount: Option<String>,
+}
+
+// ---- responses ------------------------------------------------------------
+
+#[derive(Serialize)]
+struct MountView {
+    name: String,
+    writable: bool,
+}
+
+#[derive(Serialize)]
+struct EntryView {
+    name: String,
+    rel_path: String,
+    is_dir: bool,
+    size: Option<u64>,
+    modified: Option<DateTime<Utc>>,
+    etag: Option<String>,
+}
+
+#[derive(Serialize)]
+struct PreviewEntry {
+    rel_path: String,
+    is_dir: bool,
+    size: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct HitView {
+    mount: String,
+    rel_path: String,
+    is_dir: Option<bool>,
+    snippet: Option<String>,
+    line: Option<u64>,
+}
+
+// ---- the operations -------------------------------------------------------
+
+impl Ctx {
+    async fn mounts(&self) -> Result<Vec<Mount>, Failure> {
+        self.state
+            .store
+            .project_mounts(self.caller.project.id)
+            .await
+            .map_err(|e| Failure::store(&e, self.request_id.as_ref()))
+    }
+
+    async fn mount(&self, name: Option<&str>) -> Result<Mount, Failure> {
+        let name = match name {
+            None => MountName::parse(DEFAULT_MOUNT),
+            Some(raw) => MountName::parse(raw),
+        }
+        .map_err(|e| invalid_field("mount", e.to_string()))?;
+        let mounts = self.mounts().await?;
+        let names: Vec<&str> = mounts.iter().map(|m| m.name.as_str()).collect();
+        let listed = names.join(", ");
+        mounts
+            .iter()
+            .find(|m| m.name == name)
+            .cloned()
+            .ok_or_else(|| {
+                Failure::new(
+                    ErrorCode::NotFound,
+                    format!("this project has no mount `{name}`; its mounts are: {listed}"),
+                )
+            })
+    }
+
+    /// A caller's path under `mount`, or the failure naming `field`.
+    fn path(
+        &self,
+        mount: &Mount,
+        raw: &str,
+        field: &str,
+        folder: bool,
+    ) -> Result<(RelPath, AbsPath), Failure> {
+        let rel = if folder {
+            RelPath::parse_dir(raw)
+        } else {
+            RelPath::parse(raw)
+        }
+        .map_err(|e| {
+            Failure::new(ErrorCode::InvalidPath, format!("{field}: {e}"))
+                .with_data(json!({ "errors": [{ "field": field, "problem": e.to_string() }] }))
+        })?;
+        if rel.segments().iter().any(|s| s == TRASH_FOLDER) {
+            return Err(Failure::new(
+                ErrorCode::PermissionDenied,
+                format!("{field}: `{TRASH_FOLDER}` is reserved for the backend's trash"),
+            ));
+        }
+        let abs = mount.root.join(&rel);
+        if trash_root(self.state.journal.files_base()).contains(&abs) {
+            return Err(Failure::new(
+                ErrorCode::PermissionDenied,
+                format!("{field}: this path lies in the backend's trash"),
+            ));
+        }
+        Ok((rel, abs))
+    }
+
+    fn hidden(&self, abs: &AbsPath) -> bool {
+        trash_root(self.state.journal.files_base()).contains(abs)
+    }
+
+    /// A failure for a file-store error about `shown` (mount-relative).
+    fn source_failure(&self, error: &SourceError, mount: &Mount, shown: &str) -> Failure {
+        let code = error.code();
+        let message = match error {
+            SourceError::NotFound(_) => {
+                format!("`{shown}` does not exist in mount `{}`", mount.name)
+            }
+            SourceError::PreconditionFailed(_) => {
+                format!("`{shown}` changed or already exists; read it again and retry")
+            }
+            other => {
+                // Our own words, but with the store's absolute paths; show
+                // them relative to the mount.
+                let text = other.to_string().replace(&mount.root.as_prefix(), "");
+                if matches!(code, ErrorCode::UpstreamError | ErrorCode::UpstreamTimeout) {
+                    tracing::warn!(error = %error_chain(error), "file store failed");
+                }
+                text
+            }
+        };
+        Failure::new(code, message)
+    }
+
+    fn journal_failure(&self, error: JournalError, mount: &Mount, shown: &str) -> Failure {
+        match error {
+            JournalError::Store(e) => Failure::store(&e, self.request_id.as_ref()),
+            JournalError::Source(e) => self.source_failure(&e, mount, shown),
+            JournalError::Conflict(message) => Failure::new(ErrorCode::Conflict, message),
+            JournalError::NotFound(message) => Failure::new(ErrorCode::NotFound, message),
+            error @ (JournalError::NoActor | JournalError::Crashed(_)) => {
+                tracing::error!(error = %error, "journal refused");
+                Failure::new(
+                    ErrorCode::InternalError,
+                    internal_message(self.request_id.as_ref()),
+                )
+            }
+        }
+    }
+
+    fn target(mount: &Mount, rel: &RelPath) -> String {
+        format!("{}:/{rel}", mount.name)
+    }
+
+    /// Refuses a write when the kill switch is off or the mount read-only.
+    fn writable(&self, mount: Option<&Mount>) -> Result<(), Failure> {
+        if !self.state.switch.writes_enabled() {
+            return Err(Failure::new(
+                ErrorCode::KillSwitchOff,
+                "file writes by agents are switched off on this service right now",
+            ));
+        }
+        if let Some(mount) = mount.filter(|m| !m.writable) {
+            return Err(Failure::new(
+                ErrorCode::PermissionDenied,
+                format!("mount `{}` is read-only", mount.name),
+            )
+            .with_suggested_action("Write to a writable mount (see list_mounts)."));
+        }
+        Ok(())
+    }
+
+    async fn list_mounts(&self, body: Result<Empty, Failure>) -> Reply {
+        body?;
+        let mounts: Vec<MountView> = self
+            .mounts()
+            .await?
+            .into_iter()
+            .map(|m| MountView {
+                name: m.name.as_str().to_owned(),
+                writable: m.writable,
+            })
+            .collect();
+        let message = format!("{} mount(s)", mounts.len());
+        ok(json!({ "mounts": mounts }), message)
+    }
+
+    async fn list(&self, body: Result<ListBody, Failure>) -> Reply {
+        let body = body?;
+        let mount = self.mount(body.mount.as_deref()).await?;
+        let (rel, abs) = self.path(&mount, &body.rel_path, "rel_path", true)?;
+        let shown = format!("/{rel}");
+        let entries = self.state.files.list(&abs).await.map_err(|e| match e {
+            SourceError::Conflict(_) => Failure::new(
+                ErrorCode::Conflict,
+                format!("`{shown}` is a file, not a folder; read it instead"),
+            ),
+            other => self.source_failure(&other, &mount, &shown),
+        })?;
+        let visible: Vec<&Entry> = entries.iter().filter(|e| !self.hidden(&e.path)).collect();
+        let truncated = visible.len() > self.state.limits.max_list_entries;
+        let views: Vec<EntryView> = visible
+            .into_iter()
+            .take(self.state.limits.max_list_entries)
+            .map(|e| entry_view(e, &mount.root))
+            .collect();
+        let message = format!(
+            "{} entr{} in {}:{shown}{}",
+            views.len(),
+            if views.len() == 1 { "y" } else { "ies" },
+            mount.name,
+            if truncated { " (truncated)" } else { "" }
+        );
+        ok(
+            json!({
+                "mount": mount.name,
+                "rel_path": rel.to_string(),
+                "entries": views,
+                "truncated": truncated,
+            }),
+            message,
+        )
+    }
+
+    async fn read(&self, body: Result<ReadBody, Failure>) -> Reply {
+        let body = body?;
+        let limits = self.state.limits;
+        let len = body.max_bytes.unwrap_or(limits.default_read_bytes);
+        if len == 0 || len > limits.max_read_bytes {
+            return Err(invalid_field(
+                "max_bytes",
+                format!("must be between 1 and {}", limits.max_read_bytes),
+            ));
+        }
+        let mount = self.mount(body.mount.as_deref()).await?;
+        let (rel, abs) = self.path(&mount, &body.rel_path, "rel_path", false)?;
+        let shown = format!("/{rel}");
+        let failure = |e: SourceError| match e {
+            SourceError::Conflict(_) => Failure::new(
+                ErrorCode::Conflict,
+                format!("`{shown}` is a folder; list it instead"),
+            ),
+            other => self.source_failure(&other, &mount, &shown),
+        };
+        let stream = self
+            .state
+            .files
+            .read(&abs, ReadRange::new(body.offset, len))
+            .await
+            .map_err(failure)?;
+        let window = stream.collect(len).await.map_err(failure)?;
+        let rendered = render(&window, len);
+        let message = match rendered.next_offset {
+            Some(next) => format!(
+                "{} bytes of {}:{shown} from offset {}; continue with offset {next}",
+                rendered.returned_bytes, mount.name, window.offset
+            ),
+            None => format!(
+                "{} bytes of {}:{shown} from offset {} (end of file)",
+                rendered.returned_bytes, mount.name, window.offset
+            ),
+        };
+        ok(
+            json!({
+                "mount": mount.name,
+                "rel_path": rel.to_string(),
+                "encoding": rendered.encoding,
+                "content": rendered.content,
+                "size": window.size,
+                "etag": window.etag.as_ref().map(ETag::value),
+                "content_type": window.content_type,
+                "offset": window.offset,
+                "returned_bytes": rendered.returned_bytes,
+                "truncated": rendered.truncated,
+                "next_offset": rendered.next_offset,
+            }),
+            message,
+        )
+    }
+
+    async fn search(&self, body: Result<SearchBody, Failure>) -> Reply {
+        let body = body?;
+        let query = body.query.trim();
+        if query.is_empty() || query.chars().count() > 500 {
+            return Err(invalid_field("query", "must have 1 to 500 characters"));
+        }
+        let limit = body.limit.unwrap_or(20);
+        if !(1..=100).contains(&limit) {
+            return Err(invalid_field("limit", "must be between 1 and 100"));
+        }
+        let mounts = match body.mount.as_deref() {
+            Some(name) => vec![self.mount(Some(name)).await?],
+            None => self.mounts().await?,
+        };
+        let mut hits = Vec::new();
+        for mount in &mounts {
+            if hits.len() >= limit as usize {
+                break;
+            }
+            let found = self
+                .state
+                .search
+                .search(query, limit as usize, &mount.root)
+                .await
+                .map_err(|e| self.source_failure(&e, mount, query))?;
+            for hit in found {
+                // The source filters by scope already; check again, whole
+                // segments, and keep the trash out.
+                let inside = mount.root.contains(&hit.path) && !self.hidden(&hit.path);
+                let Ok(rel) = mount.root.strip_prefix_of(&hit.path.to_string()) else {
+                    continue;
+                };
+                if !inside || hits.len() >= limit as usize {
+                    continue;
+                }
+                hits.push(HitView {
+                    mount: mount.name.as_str().to_owned(),
+                    rel_path: rel.to_string(),
+                    is_dir: hit.kind.map(|k| k == acdm_sources::EntryKind::Folder),
+                    snippet: hit.snippet,
+                    line: hit.line,
+                });
+            }
+        }
+        let message = format!("{} hit(s) for `{query}`", hits.len());
+        let returned = hits.len();
+        ok(json!({ "hits": hits, "returned": returned }), message)
+    }
+
+    async fn write(&self, body: Result<WriteBody, Failure>) -> Reply {
+        let body = body?;
+        self.writable(None)?;
+        let mount = self.mount(body.mount.as_deref()).await?;
+        self.writable(Some(&mount))?;
+        let (rel, abs) = self.path(&mount, &body.rel_path, "rel_path", false)?;
+        let encoding = body.encoding.unwrap_or(Encoding::Text);
+        let content = match encoding {
+            Encoding::Text => Bytes::from(body.content.into_bytes()),
+            Encoding::Base64 => base64::engine::general_purpose::STANDARD
+                .decode(body.content.as_bytes())
+                .map(Bytes::from)
+                .map_err(|e| invalid_field("content", format!("is not valid base64 ({e})")))?,
+        };
+        let if_match = match body.if_match.as_deref() {
+            None => None,
+            Some(raw) => Some(ETag::parse(raw).filter(|e| !e.is_weak()).ok_or_else(|| {
+                invalid_field("if_match", "must be an etag as returned by read or list")
+            })?),
+        };
+        let target = Self::target(&mount, &rel);
+        let size = content.len();
+        let params = json!({
+            "mount": mount.name,
+            "rel_path": rel.to_string(),
+            "encoding": encoding,
+            "size": size,
+            "if_match": if_match.as_ref().map(ETag::value),
+        });
+        let shown = format!("/{rel}");
+        let written = self
+            .state
+            .journal
+            .write(
+                &self.caller.project,
+                target,
+                &abs,
+                content,
+                if_match.as_ref(),
+                params,
+            )
+            .await
+            .map_err(|e| self.journal_failure(e, &mount, &shown))?;
+        let verb = if written.created {
+            "created"
+        } else {
+            "overwrote"
+        };
+        ok(
+            json!({
+                "mount": mount.name,
+                "rel_path": rel.to_string(),
+                "created": written.created,
+                "size": size,
+                "etag": written.etag.as_ref().map(ETag::value),
+                "event_id": written.event.id,
+            }),
+            format!("{verb} {}:{shown} ({size} bytes)", mount.name),
+        )
+    }
+
+    async fn delete(&self, body: Result<DeleteBody, Failure>) -> Reply {
+        let body = body?;
+        if !body.dry_run {
+            self.writable(None)?;
+        }
+        let mount = self.mount(body.mount.as_deref()).await?;
+        if !mount.writable {
+            return Err(Failure::new(
+                ErrorCode::PermissionDenied,
+                format!(
+                    "mount `{}` is read-only; nothing in it can be deleted",
+                    mount.name
+                ),
+            ));
+        }
+        let (rel, abs) = self.path(&mount, &body.rel_path, "rel_path", false)?;
+        let shown = format!("/{rel}");
+        if body.dry_run {
+            return self.preview_delete(&mount, &rel, &abs).await;
+        }
+        let target = Self::target(&mount, &rel);
+        let params = json!({ "mount": mount.name, "rel_path": rel.to_string() });
+        let event = self
+            .state
+            .journal
+            .delete(&self.caller.project, target, &abs, params)
+            .await
+            .map_err(|e| self.journal_failure(e, &mount, &shown))?;
+        ok(
+            json!({
+                "dry_run": false,
+                "mount": mount.name,
+                "rel_path": rel.to_string(),
+                "event_id": event.id,
+            }),
+            format!(
+                "deleted {}:{shown}; it is kept in the backend's trash and an operator can restore it (event {})",
+                mount.name, event.id
+            ),
+        )
+    }
+
+    /// What a delete would remove: the item and, for a folder, everything
+    /// in it (breadth first, bounded).
+    async fn preview_delete(&self, mount: &Mount, rel: &RelPath, abs: &AbsPath) -> Reply {
+        let shown = format!("/{rel}");
+        let root = self
+            .state
+            .files
+            .stat(abs)
+            .await
+            .map_err(|e| self.source_failure(&e, mount, &shown))?;
+        let max = self.state.limits.max_delete_preview;
+        let mut found = vec![root];
+        let mut folders: VecDeque<AbsPath> = found
+            .iter()
+            .filter(|e| e.is_folder())
+            .map(|e| e.path.clone())
+            .collect();
+        let mut truncated = false;
+        while let Some(folder) = folders.pop_front() {
+            let children = self
+                .state
+                .files
+                .list(&folder)
+                .await
+                .map_err(|e| self.source_failure(&e, mount, &shown))?;
+            for child in children {
+                if found.len() >= max {
+                    truncated = true;
+                    break;
+                }
+                if child.is_folder() {
+                    folders.push_back(child.path.clone());
+                }
+                found.push(child);
+            }
+            if truncated {
+                break;
+            }
+        }
+        let items: Vec<PreviewEntry> = found
+            .iter()
+            .map(|e| PreviewEntry {
+                rel_path: relative(&mount.root, &e.path),
+                is_dir: e.is_folder(),
+                size: e.size,
+            })
+            .collect();
+        let count = items.len();
+        ok(
+            json!({
+                "dry_run": true,
+                "mount": mount.name,
+                "rel_path": rel.to_string(),
+                "would_delete": items,
+                "count": count,
+                "truncated": truncated,
+            }),
+            format!(
+                "dry run: deleting {}:{shown} would remove {count}{} item(s); nothing was changed. Call again with dry_run: false to delete.",
+                mount.name,
+                if truncated { "+" } else { "" }
+            ),
+        )
+    }
+
+    async fn move_item(&self, body: Result<MoveBody, Failure>) -> Reply {
+        let body = body?;
+        self.writable(None)?;
+        let mount = self.mount(body.mount.as_deref()).await?;
+        self.writable(Some(&mount))?;
+        let (from_rel, from) = self.path(&mount, &body.from_rel_path, "from_rel_path", false)?;
+        let (to_rel, to) = self.path(&mount, &body.to_rel_path, "to_rel_path", false)?;
+        if from.contains(&to) {
+            return Err(Failure::new(
+                ErrorCode::Conflict,
+                "to_rel_path is the same as from_rel_path or lies inside it",
+            ));
+        }
+        let target = format!("{} -> /{to_rel}", Self::target(&mount, &from_rel));
+        let params = json!({
+            "mount": mount.name,
+            "from_rel_path": from_rel.to_string(),
+            "to_rel_path": to_rel.to_string(),
+            "overwrite": body.overwrite,
+        });
+        let shown = format!("/{from_rel}");
+        let (event, overwritten) = self
+            .state
+            .journal
+            .move_to(
+                &self.caller.project,
+                target,
+                &from,
+                &to,
+                body.overwrite,
+                params,
+            )
+            .await
+            .map_err(|e| self.journal_failure(e, &mount, &shown))?;
+        ok(
+            json!({
+                "mount": mount.name,
+                "from_rel_path": from_rel.to_string(),
+                "to_rel_path": to_rel.to_string(),
+                "overwritten": overwritten,
+                "event_id": event.id,
+            }),
+            format!(
+                "moved {}:{shown} to /{to_rel}{}",
+                mount.name,
+                if overwritten {
+                    " (the item it replaced is kept in the backend's trash)"
+                } else {
+                    ""
+                }
+            ),
+        )
+    }
+}
+
+fn relative(root: &AbsPath, path: &AbsPath) -> String {
+    path.segments()
+        .get(root.segments().len()..)
+        .unwrap_or_default()
+        .join("/")
+}
+
+fn entry_view(entry: &Entry, root: &AbsPath) -> EntryView {
+    EntryView {
+        name: entry.name().to_owned(),
+        rel_path: relative(root, &entry.path),
+        is_dir: entry.is_folder(),
+        size: entry.size,
+        modified: entry.modified,
+        etag: entry.etag.as_ref().map(|e| e.value().to_owned()),
+    }
+}

@@ -1,0 +1,207 @@
+//! The pipeline every `/agent-tools` request goes through after the service
+//! gate (spec §6): identity headers → the via_agent actor in task-local
+//! context → scope resolution (agent → project) → handler.
+//!
+//! The actor is never an argument a handler could forget or forge: it is
+//! set here for the whole request task, and the journal reads it when it
+//! records an event. The project is never taken from the request: it is
+//! resolved from the agent's name, so the LLM cannot choose another one.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use acdm_core::domain::ProjectRef;
+use acdm_core::events::Actor;
+use acdm_core::{ErrorCode, Identity, IdentityError, ScopeError, ScopeResolver, headers};
+use axum::extract::{Request, State};
+use axum::http::HeaderMap;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::envelope::{Failure, Outcome, error_chain};
+
+tokio::task_local! {
+    static ACTOR: Actor;
+}
+
+/// Runs `work` with `actor` as the acting party of every event it records.
+pub async fn with_actor<F: Future>(actor: Actor, work: F) -> F::Output {
+    ACTOR.scope(actor, work).await
+}
+
+/// The acting party of the current task, when one was set.
+pub fn current_actor() -> Option<Actor> {
+    ACTOR.try_with(Clone::clone).ok()
+}
+
+/// What the pipeline learnt about the caller, for handlers (a request
+/// extension, set only after the project was resolved).
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// Who is calling.
+    pub identity: Identity,
+    /// The project the agent manages.
+    pub project: ProjectRef,
+}
+
+#[derive(Serialize)]
+struct MissingHeaders {
+    missing: Vec<&'static str>,
+}
+
+/// One header's value: absent, or its text (`Err` when it is not visible
+/// ASCII/UTF-8 or given more than once).
+fn one_header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, &'static str> {
+    let mut values = headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (None, _) => Ok(None),
+        (Some(value), None) => value.to_str().map(Some).map_err(|_| "is not valid text"),
+        (Some(_), Some(_)) => Err("is given more than once"),
+    }
+}
+
+/// Reads the identity headers (spec §3.2).
+pub fn identity_from(headers: &HeaderMap) -> Result<Identity, Failure> {
+    let mut values = [None; 3];
+    for (slot, name) in values.iter_mut().zip(headers::IDENTITY) {
+        *slot = one_header(headers, name).map_err(|problem| {
+            Failure::new(
+                ErrorCode::ValidationError,
+                format!("the {name} header {problem}"),
+            )
+        })?;
+    }
+    let [user, agent, thread] = values;
+    Identity::from_headers(user, agent, thread).map_err(|error| match error {
+        IdentityError::Missing { headers } => Failure::new(
+            ErrorCode::MissingIdentityHeaders,
+            format!(
+                "missing or empty identity header(s): {}; every /agent-tools call needs {}, {} and {}",
+                headers.join(", "),
+                headers::USER_ID,
+                headers::AGENT_NAME,
+                headers::THREAD_ID
+            ),
+        )
+        .with_data(MissingHeaders { missing: headers }),
+        invalid @ IdentityError::Invalid { .. } => {
+            Failure::new(ErrorCode::ValidationError, invalid.to_string())
+        }
+    })
+}
+
+/// The middleware: identity, actor, scope. Fills the request span's
+/// `agent`, `user`, `thread` and `project`.
+pub async fn agent_pipeline(
+    State(resolver): State<Arc<ScopeResolver>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let identity = match identity_from(req.headers()) {
+        Ok(identity) => identity,
+        Err(failure) => return refused(failure, "missing_identity"),
+    };
+    let span = tracing::Span::current();
+    span.record("agent", identity.agent_name().as_str());
+    span.record("user", identity.user_id().as_str());
+    span.record("thread", identity.thread_id().as_str());
+    let project = match resolver.resolve(identity.agent_name()).await {
+        Ok(project) => project,
+        Err(ScopeError::NotProvisioned { agent }) => {
+            return refused(
+                Failure::new(
+                    ErrorCode::ScopeViolation,
+                    format!("agent {agent} is not a provisioned project manager"),
+                ),
+                "scope_violation",
+            );
+        }
+        Err(error @ ScopeError::Directory(_)) => {
+            tracing::warn!(error = %error_chain(&error), "scope resolution failed");
+            return refused(
+                Failure::new(
+                    ErrorCode::ServiceUnavailable,
+                    "the backend cannot resolve this agent's project right now",
+                ),
+                "service_unavailable",
+            );
+        }
+    };
+    span.record("project", project.slug.as_str());
+    let actor = Actor::via_agent(&identity);
+    req.extensions_mut().insert(Caller { identity, project });
+    with_actor(actor, next.run(req)).await
+}
+
+fn refused(failure: Failure, outcome: &'static str) -> Response {
+    let mut response = failure.into_response();
+    response.extensions_mut().insert(Outcome(outcome));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    #[test]
+    fn missing_or_blank_headers_are_named() {
+        let failure = identity_from(&headers(&[
+            ("x-acdm-user-id", "u-1"),
+            ("x-acdm-thread-id", "   "),
+        ]))
+        .unwrap_err();
+        let envelope = failure.envelope();
+        assert_eq!(
+            envelope.error_code(),
+            Some(ErrorCode::MissingIdentityHeaders)
+        );
+        assert!(envelope.message().contains("X-ACDM-Agent-Name"));
+        assert!(envelope.message().contains("X-ACDM-Thread-Id"));
+        assert!(
+            !envelope
+                .message()
+                .starts_with("missing or empty identity header(s): X-ACDM-User-Id")
+        );
+    }
+
+    #[test]
+    fn a_repeated_header_is_refused_and_a_full_set_is_an_identity() {
+        let failure = identity_from(&headers(&[
+            ("x-acdm-user-id", "u-1"),
+            ("x-acdm-user-id", "u-2"),
+            ("x-acdm-agent-name", "project-a"),
+            ("x-acdm-thread-id", "t"),
+        ]))
+        .unwrap_err();
+        assert_eq!(
+            failure.envelope().error_code(),
+            Some(ErrorCode::ValidationError)
+        );
+        let identity = identity_from(&headers(&[
+            ("x-acdm-user-id", "u-1"),
+            ("x-acdm-agent-name", "project-a"),
+            ("x-acdm-thread-id", "t"),
+        ]))
+        .unwrap();
+        assert_eq!(identity.agent_name().as_str(), "project-a");
+    }
+
+    #[tokio::test]
+    async fn the_actor_is_visible_only_inside_its_scope() {
+        assert!(current_actor().is_none());
+        let seen = with_actor(Actor::system(), async { current_actor() }).await;
+        assert_eq!(seen, Some(Actor::system()));
+        assert!(current_actor().is_none());
+    }
+}

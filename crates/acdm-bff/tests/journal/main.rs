@@ -1,0 +1,505 @@
+//! Crash consistency of the storage journal: every write is stopped by a
+//! failpoint at each stage (after the intent, after keeping what it
+//! replaces, after the upstream change), as if the process had died there;
+//! then the reconciler runs. Afterwards nothing is pending, the files are
+//! either exactly as before (event `failed`) or exactly as intended (event
+//! `applied`, one per change), and reverting an applied event restores
+//! byte-identical content, location or absence.
+//!
+//! Runs on the embedded SQLite database and the local file store (the
+//! WebDAV store passes the same contract suite in acdm-sources).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "tests fail loudly"
+)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use acdm_bff::journal::{Journal, JournalError, Stage};
+use acdm_bff::pipeline::with_actor;
+use acdm_core::domain::ProjectRef;
+use acdm_core::events::{Actor, ActorKind, EventOp, EventStatus, StorageEvent};
+use acdm_core::{AbsPath, AgentName, Identity, ProjectName, ProjectSlug, ThreadId, UserId};
+use acdm_sources::local::LocalFileStore;
+use acdm_sources::{ETag, FileStore};
+use acdm_store::{DatabaseConfig, DatabaseTarget, EventFilter, Store};
+use bytes::Bytes;
+
+/// One journal over a temporary SQLite file and folder, with a failpoint
+/// that can be armed for one stage.
+struct World {
+    journal: Journal,
+    store: Store,
+    project: ProjectRef,
+    disk: PathBuf,
+    armed: Arc<Mutex<Option<Stage>>>,
+    _dir: tempfile::TempDir,
+}
+
+fn abs(path: &str) -> AbsPath {
+    AbsPath::parse(path).unwrap()
+}
+
+fn agent() -> Actor {
+    Actor::via_agent(&Identity::new(
+        UserId::parse("u-1").unwrap(),
+        AgentName::parse("project-alpha").unwrap(),
+        ThreadId::parse("t-1").unwrap(),
+    ))
+}
+
+impl World {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = DatabaseConfig::new(DatabaseTarget::Sqlite {
+            path: dir.path().join("acdm.sqlite3"),
+        });
+        let store = Store::connect(&config).await.unwrap();
+        store.migrate().await.unwrap();
+        let base = abs("/Projects");
+        let details = store
+            .create_project(
+                &ProjectSlug::parse("alpha").unwrap(),
+                &ProjectName::parse("Alpha").unwrap(),
+                &base,
+            )
+            .await
+            .unwrap();
+        let disk = dir.path().join("files");
+        std::fs::create_dir_all(disk.join("Projects/Alpha/docs")).unwrap();
+        std::fs::write(disk.join("Projects/Alpha/docs/plan.md"), b"plan v1\n").unwrap();
+        std::fs::write(disk.join("Projects/Alpha/docs/budget.csv"), b"a,b\n1,2\n").unwrap();
+        std::fs::write(disk.join("Projects/Alpha/notes.md"), "notes é\n").unwrap();
+        let files: Arc<dyn FileStore> = Arc::new(LocalFileStore::open(&disk).unwrap());
+        let armed: Arc<Mutex<Option<Stage>>> = Arc::default();
+        let hook = armed.clone();
+        let journal =
+            Journal::new(store.clone(), files, base).with_failpoint(Arc::new(move |stage| {
+                let mut armed = hook.lock().unwrap();
+                if *armed == Some(stage) {
+                    *armed = None;
+                    true
+                } else {
+                    false
+                }
+            }));
+        Self {
+            journal,
+            store,
+            project: details.project.to_ref(),
+            disk,
+            armed,
+            _dir: dir,
+        }
+    }
+
+    /// Every file and folder of the project, with file contents.
+    fn snapshot(&self) -> BTreeMap<String, Option<Vec<u8>>> {
+        fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Option<Vec<u8>>>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                let key = path.strip_prefix(root).unwrap().display().to_string();
+                if path.is_dir() {
+                    out.insert(format!("{key}/"), None);
+                    walk(root, &path, out);
+                } else {
+                    out.insert(key, Some(std::fs::read(&path).unwrap()));
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        let root = self.disk.join("Projects/Alpha");
+        walk(&root, &root, &mut out);
+        out
+    }
+
+    async fn events(&self) -> Vec<StorageEvent> {
+        self.store
+            .list_events(&EventFilter {
+                limit: 500,
+                ..EventFilter::default()
+            })
+            .await
+            .unwrap()
+    }
+
+    fn arm(&self, stage: Option<Stage>) {
+        *self.armed.lock().unwrap() = stage;
+    }
+}
+
+/// The operations under test, each as the agent would make it.
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    WriteNew,
+    Overwrite,
+    Delete,
+    DeleteFolder,
+    Move,
+    MoveOverwrite,
+}
+
+const OPS: [Op; 6] = [
+    Op::WriteNew,
+    Op::Overwrite,
+    Op::Delete,
+    Op::DeleteFolder,
+    Op::Move,
+    Op::MoveOverwrite,
+];
+
+async fn perform(world: &World, op: Op) -> Result<StorageEvent, JournalError> {
+    let j = &world.journal;
+    let p = &world.project;
+    let params = serde_json::json!({});
+    let work = async {
+        match op {
+            Op::WriteNew => j
+                .write(
+                    p,
+                    "project:/new/deep/file.md".into(),
+                    &abs("/Projects/Alpha/new/deep/file.md"),
+                    Bytes::from_static(b"fresh"),
+                    None,
+                    params,
+                )
+                .await
+                .map(|w| w.event),
+            Op::Overwrite => j
+                .write(
+                    p,
+                    "project:/notes.md".into(),
+                    &abs("/Projects/Alpha/notes.md"),
+                    Bytes::from_static(b"rewritten\n"),
+                    None,
+                    params,
+                )
+                .await
+                .map(|w| w.event),
+            Op::Delete => {
+                j.delete(
+                    p,
+                    "project:/notes.md".into(),
+                    &abs("/Projects/Alpha/notes.md"),
+                    params,
+                )
+                .await
+            }
+            Op::DeleteFolder => {
+                j.delete(
+                    p,
+                    "project:/docs".into(),
+                    &abs("/Projects/Alpha/docs"),
+                    params,
+                )
+                .await
+            }
+            Op::Move => j
+                .move_to(
+                    p,
+                    "project:/notes.md -> /archive/notes.md".into(),
+                    &abs("/Projects/Alpha/notes.md"),
+                    &abs("/Projects/Alpha/archive/notes.md"),
+                    false,
+                    params,
+                )
+                .await
+                .map(|(e, _)| e),
+            Op::MoveOverwrite => j
+                .move_to(
+                    p,
+                    "project:/notes.md -> /docs/plan.md".into(),
+                    &abs("/Projects/Alpha/notes.md"),
+                    &abs("/Projects/Alpha/docs/plan.md"),
+                    true,
+                    params,
+                )
+                .await
+                .map(|(e, _)| e),
+        }
+    };
+    with_actor(agent(), work).await
+}
+
+/// Folders the op may create and leave behind even when it fails
+/// (parents are created before the change and are not part of it).
+fn without_new_folders(
+    mut snapshot: BTreeMap<String, Option<Vec<u8>>>,
+    before: &BTreeMap<String, Option<Vec<u8>>>,
+) -> BTreeMap<String, Option<Vec<u8>>> {
+    snapshot.retain(|k, v| v.is_some() || before.contains_key(k) || !k.ends_with('/'));
+    snapshot
+}
+
+#[tokio::test]
+async fn a_crash_at_any_stage_leaves_one_settled_event_and_a_revertible_state() {
+    for op in OPS {
+        for stage in [
+            None,
+            Some(Stage::AfterIntent),
+            Some(Stage::AfterKeep),
+            Some(Stage::AfterUpstream),
+        ] {
+            let world = World::new().await;
+            let before = world.snapshot();
+            world.arm(stage);
+            let outcome = perform(&world, op).await;
+            let crashed = matches!(outcome, Err(JournalError::Crashed(_)));
+            if !crashed {
+                let event = outcome.unwrap_or_else(|e| panic!("{op:?} at {stage:?}: {e}"));
+                assert_eq!(event.status, EventStatus::Applied, "{op:?} at {stage:?}");
+            }
+            let pending = world.events().await;
+            assert_eq!(
+                pending.len(),
+                1,
+                "{op:?} at {stage:?}: one event per change"
+            );
+            if crashed {
+                assert_eq!(
+                    pending[0].status,
+                    EventStatus::Pending,
+                    "{op:?} at {stage:?}"
+                );
+            }
+            let settled = world.journal.reconcile(chrono::Utc::now()).await.unwrap();
+            assert!(settled.left.is_empty(), "{op:?} at {stage:?}: {settled:?}");
+
+            let events = world.events().await;
+            assert_eq!(events.len(), 1, "{op:?} at {stage:?}: still one event");
+            let event = &events[0];
+            assert_ne!(event.status, EventStatus::Pending, "{op:?} at {stage:?}");
+            assert_eq!(event.actor.kind, ActorKind::ViaAgent);
+            assert_eq!(event.actor.thread_id.as_ref().unwrap().as_str(), "t-1");
+            let after = without_new_folders(world.snapshot(), &before);
+            match event.status {
+                EventStatus::Failed => {
+                    assert_eq!(
+                        after, before,
+                        "{op:?} at {stage:?}: a failed event changed files"
+                    );
+                    // A crash after the upstream change is never "failed".
+                    assert_ne!(stage, Some(Stage::AfterUpstream), "{op:?}");
+                }
+                EventStatus::Applied => {
+                    assert_ne!(
+                        after, before,
+                        "{op:?} at {stage:?}: applied but nothing changed"
+                    );
+                    assert!(
+                        !matches!(stage, Some(Stage::AfterIntent)),
+                        "{op:?}: applied although stopped right after the intent"
+                    );
+                    // Revert: byte-identical content, location or absence.
+                    let revert = with_actor(
+                        Actor::direct(UserId::parse("op-1").unwrap()),
+                        world.journal.revert(event.id, None),
+                    )
+                    .await
+                    .unwrap_or_else(|e| panic!("{op:?} at {stage:?}: revert: {e}"));
+                    assert_eq!(revert.status, EventStatus::Applied);
+                    assert_eq!(revert.op, EventOp::Revert);
+                    assert_eq!(revert.reverts, Some(event.id));
+                    let restored = without_new_folders(world.snapshot(), &before);
+                    assert_eq!(restored, before, "{op:?} at {stage:?}: revert is not exact");
+                    let original = world.store.event(event.id).await.unwrap();
+                    assert_eq!(original.status, EventStatus::Reverted);
+                    assert_eq!(original.reverted_by, Some(revert.id));
+                }
+                other => panic!("{op:?} at {stage:?}: {other}"),
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_crash_during_a_revert_is_settled_too_and_the_revert_can_be_retried() {
+    for stage in [Stage::AfterIntent, Stage::AfterKeep, Stage::AfterUpstream] {
+        let world = World::new().await;
+        let before = world.snapshot();
+        let event = perform(&world, Op::Overwrite).await.unwrap();
+        let changed = world.snapshot();
+        world.arm(Some(stage));
+        let crashed = with_actor(
+            Actor::direct(UserId::parse("op-1").unwrap()),
+            world.journal.revert(event.id, None),
+        )
+        .await;
+        assert!(
+            matches!(crashed, Err(JournalError::Crashed(_))),
+            "{stage:?}"
+        );
+        world.journal.reconcile(chrono::Utc::now()).await.unwrap();
+        let events = world.events().await;
+        assert!(
+            events.iter().all(|e| e.status != EventStatus::Pending),
+            "{stage:?}"
+        );
+        let revert = events.iter().find(|e| e.op == EventOp::Revert).unwrap();
+        let original = world.store.event(event.id).await.unwrap();
+        match revert.status {
+            EventStatus::Applied => {
+                assert_eq!(world.snapshot(), before, "{stage:?}");
+                assert_eq!(original.status, EventStatus::Reverted);
+            }
+            EventStatus::Failed => {
+                assert_eq!(
+                    world.snapshot(),
+                    changed,
+                    "{stage:?}: a failed revert moved files"
+                );
+                assert_eq!(original.status, EventStatus::Applied);
+                assert_eq!(
+                    original.reverted_by, None,
+                    "{stage:?}: the claim must be released"
+                );
+                // And it can be reverted for real now.
+                with_actor(
+                    Actor::direct(UserId::parse("op-1").unwrap()),
+                    world.journal.revert(event.id, None),
+                )
+                .await
+                .unwrap();
+                assert_eq!(world.snapshot(), before, "{stage:?}");
+            }
+            other => panic!("{stage:?}: {other}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_revert_of_a_revert_reapplies_and_later_changes_block_a_revert() {
+    let world = World::new().await;
+    let direct = || Actor::direct(UserId::parse("op-1").unwrap());
+    let before = world.snapshot();
+    let event = perform(&world, Op::Overwrite).await.unwrap();
+    let changed = world.snapshot();
+    let revert = with_actor(direct(), world.journal.revert(event.id, None))
+        .await
+        .unwrap();
+    assert_eq!(world.snapshot(), before);
+    with_actor(direct(), world.journal.revert(revert.id, None))
+        .await
+        .unwrap();
+    assert_eq!(
+        world.snapshot(),
+        changed,
+        "reverting the revert re-applies the write"
+    );
+
+    // A later write to the same file: the first write cannot be reverted
+    // over it (it would sweep the later content away unnoticed).
+    let world = World::new().await;
+    let first = perform(&world, Op::Overwrite).await.unwrap();
+    with_actor(agent(), async {
+        world
+            .journal
+            .write(
+                &world.project,
+                "project:/notes.md".into(),
+                &abs("/Projects/Alpha/notes.md"),
+                Bytes::from_static(b"later edit"),
+                None,
+                serde_json::json!({}),
+            )
+            .await
+    })
+    .await
+    .unwrap();
+    let refused = with_actor(direct(), world.journal.revert(first.id, None)).await;
+    assert!(
+        matches!(refused, Err(JournalError::Conflict(_))),
+        "{refused:?}"
+    );
+    assert_eq!(
+        std::fs::read(world.disk.join("Projects/Alpha/notes.md")).unwrap(),
+        b"later edit"
+    );
+    // A second revert of the same event is a conflict, not a second undo.
+    let world = World::new().await;
+    let event = perform(&world, Op::Delete).await.unwrap();
+    with_actor(direct(), world.journal.revert(event.id, None))
+        .await
+        .unwrap();
+    let again = with_actor(direct(), world.journal.revert(event.id, None)).await;
+    assert!(matches!(again, Err(JournalError::Conflict(_))), "{again:?}");
+}
+
+#[tokio::test]
+async fn refused_writes_record_nothing_and_change_nothing() {
+    let world = World::new().await;
+    let before = world.snapshot();
+    // A stale etag: refused before any intent is recorded.
+    let stale = ETag::strong("not-the-etag").unwrap();
+    let refused = with_actor(agent(), async {
+        world
+            .journal
+            .write(
+                &world.project,
+                "project:/notes.md".into(),
+                &abs("/Projects/Alpha/notes.md"),
+                Bytes::from_static(b"x"),
+                Some(&stale),
+                serde_json::json!({}),
+            )
+            .await
+    })
+    .await;
+    assert!(
+        matches!(refused, Err(JournalError::Conflict(_))),
+        "{refused:?}"
+    );
+    // Moving onto an existing file without overwrite.
+    let refused = with_actor(agent(), async {
+        world
+            .journal
+            .move_to(
+                &world.project,
+                "t".into(),
+                &abs("/Projects/Alpha/notes.md"),
+                &abs("/Projects/Alpha/docs/plan.md"),
+                false,
+                serde_json::json!({}),
+            )
+            .await
+    })
+    .await;
+    assert!(
+        matches!(refused, Err(JournalError::Conflict(_))),
+        "{refused:?}"
+    );
+    // No actor in context: nothing is attributed to nobody.
+    let refused = world
+        .journal
+        .delete(
+            &world.project,
+            "project:/notes.md".into(),
+            &abs("/Projects/Alpha/notes.md"),
+            serde_json::json!({}),
+        )
+        .await;
+    assert!(matches!(refused, Err(JournalError::NoActor)), "{refused:?}");
+    assert!(world.events().await.is_empty());
+    assert_eq!(world.snapshot(), before);
+}
+
+#[tokio::test]
+async fn the_trash_keeps_what_is_replaced_outside_the_project_folder() {
+    let world = World::new().await;
+    let event = perform(&world, Op::Overwrite).await.unwrap();
+    let trash = world.disk.join(format!(
+        "Projects/.acdm-trash/alpha/{}/0/notes.md",
+        event.id
+    ));
+    assert_eq!(std::fs::read(&trash).unwrap(), "notes é\n".as_bytes());
+    assert_eq!(
+        std::fs::read(world.disk.join("Projects/Alpha/notes.md")).unwrap(),
+        b"rewritten\n"
+    );
+}
