@@ -278,12 +278,12 @@ impl Application {
             shutdown.child_token(),
         )
         .await;
-        // The operator's kill switch before the first request, then followed.
-        state
-            .kill_switch
-            .refresh(&store)
-            .await
-            .context("cannot read the kill switch from the database")?;
+        // The operator's kill switch before the first request, then
+        // followed. Unreadable (migrations pending, database down): the
+        // service still starts, not ready, and writes fail on the journal.
+        if let Err(error) = state.kill_switch.refresh(&store).await {
+            tracing::warn!(%error, "cannot read the kill switch from the database yet");
+        }
         state.kill_switch.spawn_follower(
             store.clone(),
             config.scope_poll_interval,
