@@ -203,6 +203,11 @@ fn print_banner(
          curl -s {base}/mcp -H \"X-ACDM-Service-Auth: $ACDM_MCP_SERVICE_TOKEN\" \\\n  \
          -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\\n  \
          -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"acdm_search_nextcloud\",\"arguments\":{{\"project_name\":\"{NAME}\",\"query\":\"kickoff\"}}}}}}'\n\n\
+         The Agent Tools BFF (the engine's harness client; the project comes from the agent's name):\n\n\
+         curl -s {base}/agent-tools/nc/list -H \"X-ACDM-Service-Auth: $ACDM_MCP_SERVICE_TOKEN\" \\\n  \
+         -H 'X-ACDM-User-Id: u-alice' -H 'X-ACDM-Agent-Name: project-alpha' -H 'X-ACDM-Thread-Id: demo-1' \\\n  \
+         -H 'Content-Type: application/json' -d '{{\"rel_path\":\"meetings\"}}'\n\
+         curl -s -H \"Authorization: Bearer $ACDM_ADMIN_TOKEN\" {base}/admin/events    # every write, revertible\n\n\
          Stop with Ctrl-C.\n"
     );
     let _ = out.flush();

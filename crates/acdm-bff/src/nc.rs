@@ -332,14 +332,16 @@ impl Ctx {
             return Err(Failure::new(
                 ErrorCode::PermissionDenied,
                 format!("{field}: `{TRASH_FOLDER}` is reserved for the backend's trash"),
-            ));
+            )
+            .with_suggested_action("Use another name; deleted and replaced files are restored by an operator, not read back."));
         }
         let abs = mount.root.join(&rel);
         if trash_root(self.state.journal.files_base()).contains(&abs) {
             return Err(Failure::new(
                 ErrorCode::PermissionDenied,
                 format!("{field}: this path lies in the backend's trash"),
-            ));
+            )
+            .with_suggested_action("Use a path inside the project's own folders (see list)."));
         }
         Ok((rel, abs))
     }
@@ -404,7 +406,7 @@ impl Ctx {
                 ErrorCode::PermissionDenied,
                 format!("mount `{}` is read-only", mount.name),
             )
-            .with_suggested_action("Write to a writable mount (see list_mounts)."));
+            .with_suggested_action("Write to a writable mount (see list_mounts), or tell the user this folder is read-only."));
         }
         Ok(())
     }
