@@ -13,10 +13,13 @@
 
 mod admin;
 mod cli;
+mod dav;
 mod gate;
 mod health;
 mod helpers;
 mod lifecycle;
 mod logs;
 mod mcp;
+mod nc;
+mod nc_scope;
 mod sources;

@@ -84,7 +84,7 @@ impl AppState {
             config.files_base.clone(),
         );
         let kill_switch = KillSwitch::new(config.nc_writes_enabled);
-        let read_max = u64::try_from(config.mcp_max_read_bytes).unwrap_or(u64::MAX);
+        let read_max = config.mcp_max_read_bytes;
         let nc = NcState::new(
             journal.clone(),
             sources.search.clone(),
