@@ -55,6 +55,33 @@ async fn tokens_never_appear_in_logs_at_trace_level() {
     .await;
     app.send(Req::get("/admin/projects").headers(&service))
         .await;
+    // A BFF write through the whole pipeline, its event, and the switch.
+    app.send(
+        Req::new("POST", "/admin/agents")
+            .headers(&admin)
+            .json(r#"{"agent_name":"project-alpha","project":"alpha"}"#),
+    )
+    .await;
+    let agent = [
+        ("X-ACDM-Service-Auth", TOKEN),
+        ("X-ACDM-User-Id", "u-1"),
+        ("X-ACDM-Agent-Name", "project-alpha"),
+        ("X-ACDM-Thread-Id", "t-1"),
+    ];
+    let written = app
+        .send(
+            Req::new("POST", "/agent-tools/nc/write")
+                .headers(&agent)
+                .json(r#"{"rel_path":"notes/a.md","content":"hello"}"#),
+        )
+        .await;
+    assert_eq!(written.status, 200, "{}", written.body);
+    app.send(
+        Req::new("PUT", "/admin/kill-switch")
+            .headers(&admin)
+            .json(r#"{"nc_writes_enabled":false,"reason":"drill"}"#),
+    )
+    .await;
     app.stop().await;
 
     let logs = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
@@ -63,6 +90,17 @@ async fn tokens_never_appear_in_logs_at_trace_level() {
         "the capture works: {logs}"
     );
     assert!(logs.contains("service_auth_failed"));
+    for field in [
+        r#""op":"nc.write""#,
+        r#""agent":"project-alpha""#,
+        r#""user":"u-1""#,
+        r#""thread":"t-1""#,
+        r#""project":"alpha""#,
+        "storage event applied",
+        "kill switch set by an operator",
+    ] {
+        assert!(logs.contains(field), "{field} is logged");
+    }
     assert!(
         logs.contains("admin_auth_failed"),
         "the refusal is named in the span"
