@@ -328,7 +328,12 @@ impl Ctx {
             Failure::new(ErrorCode::InvalidPath, format!("{field}: {e}"))
                 .with_data(json!({ "errors": [{ "field": field, "problem": e.to_string() }] }))
         })?;
-        if rel.segments().iter().any(|s| s == TRASH_FOLDER) {
+        // Case-insensitively: synced clients on Windows and macOS fold case.
+        if rel
+            .segments()
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case(TRASH_FOLDER))
+        {
             return Err(Failure::new(
                 ErrorCode::PermissionDenied,
                 format!("{field}: `{TRASH_FOLDER}` is reserved for the backend's trash"),

@@ -357,6 +357,20 @@ impl Store {
         writable: bool,
         files_base: &AbsPath,
     ) -> Result<(Mount, Upsert), StoreError> {
+        // The backend's trash is never a mount (case-insensitively: synced
+        // clients fold case).
+        if let Some(root) = root {
+            let trash = acdm_core::events::trash_root(files_base);
+            let folded = |p: &AbsPath| -> Vec<String> {
+                p.segments().iter().map(|s| s.to_lowercase()).collect()
+            };
+            if folded(root).starts_with(&folded(&trash)) {
+                return Err(StoreError::Conflict(format!(
+                    "a mount root cannot lie in the backend's trash ({})",
+                    trash.as_prefix()
+                )));
+            }
+        }
         let updated_at = now();
         let (root, existed) = with_pool!(&self.pool, p => {
             let mut tx = p.begin_write().await?;

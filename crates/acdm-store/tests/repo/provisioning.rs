@@ -193,6 +193,15 @@ async fn mounts_default_to_the_project_folder_and_can_be_changed() {
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::NotFound { .. }));
+        // The backend's trash is never a mount, in any case spelling.
+        for inside in ["/Projects/.acdm-trash", "/Projects/.ACDM-Trash/alpha/x"] {
+            let root = AbsPath::parse(inside).unwrap();
+            let err = s
+                .set_mount(&p, &templates, Some(&root), true, &base())
+                .await
+                .unwrap_err();
+            assert!(matches!(err, StoreError::Conflict(_)), "{inside}: {err}");
+        }
         db.finish().await;
     }
 }
