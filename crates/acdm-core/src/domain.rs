@@ -90,13 +90,13 @@ impl Project {
     }
 }
 
-/// Declares a closed set of lowercase names with `FromStr`, `Display` and serde.
+/// Declares a closed set of names (each spelled as given) with `FromStr`,
+/// `Display` and serde. Used here and in [`crate::events`].
 macro_rules! name_enum {
     ($(#[$doc:meta])* $name:ident { $( $(#[$vdoc:meta])* $variant:ident = $text:literal ),* $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        #[serde(rename_all = "lowercase")]
-        pub enum $name { $( $(#[$vdoc])* $variant, )* }
+        pub enum $name { $( $(#[$vdoc])* #[serde(rename = $text)] $variant, )* }
 
         impl $name {
             /// Every value.
@@ -125,6 +125,8 @@ macro_rules! name_enum {
         }
     };
 }
+
+pub(crate) use name_enum;
 
 /// A string that names none of an enum's values.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

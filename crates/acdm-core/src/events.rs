@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::{ProjectId, UnknownVariant};
+use crate::domain::{ProjectId, UnknownVariant, name_enum};
 use crate::identity::Identity;
 use crate::names::{AgentName, ProjectSlug, ThreadId, UserId};
 use crate::path::{AbsPath, PathError};
@@ -61,43 +61,7 @@ impl fmt::Debug for EventId {
     }
 }
 
-/// Declares a closed set of snake_case names with `FromStr`, `Display`, serde.
-macro_rules! word_enum {
-    ($(#[$doc:meta])* $name:ident { $( $(#[$vdoc:meta])* $variant:ident = $text:literal ),* $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        #[serde(rename_all = "snake_case")]
-        pub enum $name { $( $(#[$vdoc])* $variant, )* }
-
-        impl $name {
-            /// Every value.
-            pub const ALL: &'static [$name] = &[ $( $name::$variant, )* ];
-
-            /// The stored name.
-            pub const fn as_str(self) -> &'static str {
-                match self { $( $name::$variant => $text, )* }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = UnknownVariant;
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                Self::ALL.iter().copied().find(|v| v.as_str() == s).ok_or_else(|| UnknownVariant {
-                    value: s.to_owned(),
-                    expected: concat!($( $text, " " ),*).trim_end(),
-                })
-            }
-        }
-    };
-}
-
-word_enum!(
+name_enum!(
     /// Who made a change.
     ActorKind {
         /// An LLM agent, on behalf of a user, in a thread.
@@ -109,7 +73,7 @@ word_enum!(
     }
 );
 
-word_enum!(
+name_enum!(
     /// Where an event stands.
     EventStatus {
         /// The intent is recorded; the upstream change may or may not have
@@ -124,7 +88,7 @@ word_enum!(
     }
 );
 
-word_enum!(
+name_enum!(
     /// What an event did.
     EventOp {
         /// `nc/write`: a file created or overwritten.
