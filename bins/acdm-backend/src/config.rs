@@ -182,8 +182,8 @@ pub const SETTINGS: &[Setting] = &[
     ),
     setting(
         "ACDM_EVENTS_SETTLE_AFTER_SECONDS",
-        "120",
-        "Storage events still `pending` this long after they were recorded are settled by the reconciler (at start-up and every 30 s): found done ⇒ `applied`, otherwise rolled back ⇒ `failed` (0–86400). Longer than any write takes, so a replica never settles another's write in flight.",
+        "600",
+        "Storage events still `pending` this long after they were recorded are settled by the reconciler (at start-up and every 30 s): found done ⇒ `applied`, otherwise rolled back ⇒ `failed` (60–86400). Keep it well above the longest write (a handful of upstream calls, each up to `ACDM_UPSTREAM_TIMEOUT_SECONDS`), so no replica settles another's write in flight. `acdm-backend events reconcile` settles everything now, after a crash.",
     ),
     setting(
         "ACDM_MAX_REQUEST_BYTES",
@@ -736,7 +736,7 @@ impl Config {
         let scope_poll_interval =
             Duration::from_millis(r.number("ACDM_SCOPE_POLL_MILLIS", 2000, 100..=60_000));
         let events_settle_after =
-            Duration::from_secs(r.number("ACDM_EVENTS_SETTLE_AFTER_SECONDS", 120, 0..=86_400));
+            Duration::from_secs(r.number("ACDM_EVENTS_SETTLE_AFTER_SECONDS", 600, 60..=86_400));
         let max_request_bytes =
             usize::try_from(r.number("ACDM_MAX_REQUEST_BYTES", 10 << 20, 1024..=256 << 20))
                 .unwrap_or(10 << 20);

@@ -197,6 +197,13 @@ impl Journal {
         Ok(stored)
     }
 
+    /// Leaves `id` pending for the reconciler after an answer that does not
+    /// say whether the change happened, then hands the error back.
+    fn unsettled(&self, id: EventId, error: JournalError) -> JournalError {
+        tracing::warn!(event = %id, error = %error, "the file store's answer does not say whether the change happened; the event stays pending until reconciled");
+        error
+    }
+
     /// Marks `id` failed after an upstream refusal, then hands the error back.
     async fn fail(&self, id: EventId, error: JournalError) -> JournalError {
         let reason = match &error {
@@ -358,13 +365,12 @@ impl Journal {
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(error @ JournalError::Crashed(_)) => return Err(error),
-            Err(error) => {
-                if let Some(kept) = &kept {
-                    // The copy is of no use to a write that did not happen.
-                    let _ = self.files.delete(kept, None).await;
-                }
-                return Err(self.fail(event.id, precondition_as_conflict(error)).await);
-            }
+            // The store may have made the change without us hearing back:
+            // the event stays pending for the reconciler to judge. Kept
+            // copies are never deleted (emptying the trash is an
+            // operator's job), so nothing can be lost either way.
+            Err(error) if !definite(&error) => return Err(self.unsettled(event.id, error)),
+            Err(error) => return Err(self.fail(event.id, precondition_as_conflict(error)).await),
         };
         self.stop_at(Stage::AfterUpstream)?;
         let etag = outcome.etag.clone();
@@ -583,15 +589,21 @@ impl Journal {
             }
             .await;
             if let Err(error) = done {
+                let error = JournalError::from(error);
+                if !definite(&error) {
+                    return Err(self.unsettled(event.id, error));
+                }
                 let undone = moves.iter().take(index).rev();
                 for (from, to) in undone {
-                    if let Err(rollback) = self.files.move_to(to, from, false).await {
+                    let back = async {
+                        self.ensure_parent(from).await?;
+                        self.files.move_to(to, from, false).await
+                    };
+                    if let Err(rollback) = back.await {
                         tracing::error!(event = %event.id, error = %rollback, "cannot roll back a move; the event is marked failed and the item stays where it is");
                     }
                 }
-                return Err(self
-                    .fail(event.id, precondition_as_conflict(error.into()))
-                    .await);
+                return Err(self.fail(event.id, precondition_as_conflict(error)).await);
             }
         }
         self.stop_at(Stage::AfterUpstream)?;
@@ -651,15 +663,8 @@ impl Journal {
                 }
                 _ => false,
             };
-            if !(kept_ok && content_ok) {
-                // Nothing to roll back: the put is the last step, and a
-                // copy alone changes nothing the project can see.
-                for step in &event.plan {
-                    if let Step::Copy { to, .. } = step {
-                        let _ = self.files.delete(to, None).await;
-                    }
-                }
-            }
+            // Nothing to roll back: the put is the last step, and a copy in
+            // the trash changes nothing the project can see (and is kept).
             kept_ok && content_ok
         } else {
             // Moves run in order, so the last one found done tells how far
@@ -682,6 +687,7 @@ impl Journal {
             if !all {
                 for step in event.plan.iter().take(completed).rev() {
                     if let Step::Move { from, to } = step {
+                        self.ensure_parent(from).await?;
                         self.files.move_to(to, from, false).await?;
                     }
                 }
@@ -709,11 +715,26 @@ impl Journal {
 /// A failed precondition upstream is a conflict for the caller.
 fn precondition_as_conflict(error: JournalError) -> JournalError {
     match error {
-        JournalError::Source(SourceError::PreconditionFailed(message)) => {
-            JournalError::Conflict(format!(
-                "the target changed or appeared meanwhile ({message}); read it again and retry"
-            ))
-        }
+        // In our words: the store's message names absolute paths.
+        JournalError::Source(SourceError::PreconditionFailed(_)) => JournalError::Conflict(
+            "the target changed or appeared meanwhile; read it again and retry".to_owned(),
+        ),
         other => other,
+    }
+}
+
+/// True when the file store surely did not make the change: it refused
+/// (4xx, a failed precondition, a conflict). A timeout, a broken
+/// connection, a 5xx or an unreadable answer may hide a change that
+/// happened.
+fn definite(error: &JournalError) -> bool {
+    match error {
+        JournalError::Source(SourceError::Timeout(_) | SourceError::InvalidResponse { .. }) => {
+            false
+        }
+        JournalError::Source(SourceError::Upstream { status, .. }) => {
+            status.is_some_and(|s| (400..500).contains(&s))
+        }
+        _ => true,
     }
 }

@@ -341,7 +341,10 @@ impl Ctx {
             .with_suggested_action("Use another name; deleted and replaced files are restored by an operator, not read back."));
         }
         let abs = mount.root.join(&rel);
-        if trash_root(self.state.journal.files_base()).contains(&abs) {
+        // Neither inside the trash nor a folder holding it (a mount rooted
+        // above the files base must not move or list every trash).
+        let trash = trash_root(self.state.journal.files_base());
+        if trash.contains(&abs) || abs.contains(&trash) {
             return Err(Failure::new(
                 ErrorCode::PermissionDenied,
                 format!("{field}: this path lies in the backend's trash"),
@@ -701,7 +704,7 @@ impl Ctx {
                 .list(&folder)
                 .await
                 .map_err(|e| self.source_failure(&e, mount, &shown))?;
-            for child in children {
+            for child in children.into_iter().filter(|c| !self.hidden(&c.path)) {
                 if found.len() >= max {
                     truncated = true;
                     break;
@@ -748,10 +751,10 @@ impl Ctx {
         self.writable(Some(&mount))?;
         let (from_rel, from) = self.path(&mount, &body.from_rel_path, "from_rel_path", false)?;
         let (to_rel, to) = self.path(&mount, &body.to_rel_path, "to_rel_path", false)?;
-        if from.contains(&to) {
+        if from.contains(&to) || to.contains(&from) {
             return Err(Failure::new(
                 ErrorCode::Conflict,
-                "to_rel_path is the same as from_rel_path or lies inside it",
+                "to_rel_path is the same as from_rel_path, lies inside it, or contains it",
             ));
         }
         let target = format!("{} -> /{to_rel}", Self::target(&mount, &from_rel));

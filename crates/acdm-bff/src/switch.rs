@@ -29,6 +29,7 @@ pub struct KillSwitch {
 struct Inner {
     environment: bool,
     operator: AtomicBool,
+    refreshing: tokio::sync::Mutex<()>,
 }
 
 /// What the switch looks like, for the operator API and the CLI.
@@ -50,7 +51,9 @@ impl KillSwitch {
         Self {
             inner: Arc::new(Inner {
                 environment,
-                operator: AtomicBool::new(true),
+                // Closed until the operator's row has been read once.
+                operator: AtomicBool::new(false),
+                refreshing: tokio::sync::Mutex::new(()),
             }),
         }
     }
@@ -66,7 +69,9 @@ impl KillSwitch {
     }
 
     /// Reads the operator's switch from `store` and follows it; returns it.
+    /// Reads are serialised, so an older read cannot overwrite a newer one.
     pub async fn refresh(&self, store: &Store) -> Result<Option<SwitchState>, StoreError> {
+        let _one_at_a_time = self.inner.refreshing.lock().await;
         let state = store.switch(NC_WRITES_SWITCH).await?;
         let operator = state.as_ref().is_none_or(|s| s.enabled);
         let before = self.inner.operator.swap(operator, Ordering::AcqRel);
