@@ -556,6 +556,8 @@ pub(crate) struct NcEnv {
     pub(crate) dav: Wsgidav,
     client: reqwest::Client,
     base: String,
+    /// The engine's client: the agent calls of these tests go through it.
+    pub(crate) harness: acdm_harness_client::HarnessClient,
 }
 
 #[allow(
@@ -608,6 +610,15 @@ impl NcEnv {
             proxy,
             dav,
             client: test_client(),
+            harness: acdm_harness_client::HarnessClient::new(
+                acdm_harness_client::ClientConfig::new(
+                    &base,
+                    Some(secrecy::SecretString::from(TOKEN.to_owned())),
+                    Duration::from_secs(60),
+                )
+                .unwrap(),
+            )
+            .unwrap(),
             base,
         };
         for (slug, name) in [("alpha", "Alpha"), ("beta", "Beta")] {
@@ -675,6 +686,23 @@ impl NcEnv {
     /// `t-1`; checks the answer is a consistent ToolResponse whose HTTP
     /// status is its code's.
     pub(crate) async fn nc(&self, agent: &str, op: &str, body: Value) -> (u16, Value) {
+        // Through the harness client, as the engine calls: the status is the
+        // one of the code (the raw path below checks the server agrees).
+        if let Ok(agent_name) = acdm_core::AgentName::parse(agent) {
+            let identity = acdm_core::Identity::new(
+                acdm_core::UserId::parse(USER).unwrap(),
+                agent_name,
+                acdm_core::ThreadId::parse(THREAD).unwrap(),
+            );
+            let answer: ToolResponse<Value> = self
+                .harness
+                .as_identity(identity)
+                .call(&format!("agent-tools/nc/{op}"), &body)
+                .await;
+            let value = serde_json::to_value(&answer).unwrap();
+            assert_envelope(answer.http_status(), &value, &format!("nc/{op} {body}"));
+            return (answer.http_status(), value);
+        }
         let headers = [
             ("X-ACDM-Service-Auth", TOKEN),
             ("X-ACDM-User-Id", USER),

@@ -1418,3 +1418,117 @@ async fn the_environment_can_start_with_writes_off() {
     assert!(env.events("").await.is_empty());
     env.stop().await;
 }
+
+/// The typed methods of the harness client against the real service: the
+/// request and response types are the ones the backend uses, so a drift
+/// between the two sides fails here (as `internal_error`, "expected shape").
+#[tokio::test]
+async fn the_harness_clients_typed_methods_round_trip_every_operation() {
+    use acdm_core::nc::{
+        DeleteRequest, Encoding, ListRequest, MoveRequest, ReadRequest, SearchRequest, WriteRequest,
+    };
+    let Some(env) = NcEnv::start().await else {
+        return;
+    };
+    let identity = acdm_core::Identity::new(
+        acdm_core::UserId::parse("u-1").unwrap(),
+        acdm_core::AgentName::parse("project-alpha").unwrap(),
+        acdm_core::ThreadId::parse("t-1").unwrap(),
+    );
+    let client = &env.harness;
+    let run = async {
+        let mounts = client.nc_list_mounts().await;
+        assert!(mounts.is_success(), "{mounts:?}");
+        assert_eq!(mounts.data().unwrap().mounts[0].name, "project");
+
+        let written = client
+            .nc_write(&WriteRequest {
+                rel_path: "typed/hello.bin".into(),
+                content: "AAEC/w==".into(),
+                encoding: Some(Encoding::Base64),
+                ..WriteRequest::default()
+            })
+            .await;
+        assert!(written.is_success(), "{written:?}");
+        let written = written.into_data().unwrap();
+        assert!(written.created);
+        assert_eq!(written.size, 4);
+
+        let read = client
+            .nc_read(&ReadRequest {
+                rel_path: "typed/hello.bin".into(),
+                ..ReadRequest::default()
+            })
+            .await
+            .into_data()
+            .unwrap();
+        assert_eq!(
+            (read.encoding, read.content.as_str()),
+            (Encoding::Base64, "AAEC/w==")
+        );
+        assert_eq!(read.etag, written.etag);
+
+        let listed = client
+            .nc_list(&ListRequest {
+                rel_path: "typed".into(),
+                ..ListRequest::default()
+            })
+            .await
+            .into_data()
+            .unwrap();
+        assert_eq!(listed.entries.len(), 1);
+        assert_eq!(listed.entries[0].rel_path, "typed/hello.bin");
+
+        let found = client
+            .nc_search(&SearchRequest {
+                query: "hello".into(),
+                ..SearchRequest::default()
+            })
+            .await;
+        assert!(found.is_success(), "{found:?}");
+
+        let moved = client
+            .nc_move(&MoveRequest {
+                from_rel_path: "typed/hello.bin".into(),
+                to_rel_path: "typed/renamed.bin".into(),
+                ..MoveRequest::default()
+            })
+            .await
+            .into_data()
+            .unwrap();
+        assert!(!moved.overwritten);
+
+        let preview = client
+            .nc_delete(&DeleteRequest {
+                rel_path: "typed".into(),
+                ..DeleteRequest::default()
+            })
+            .await
+            .into_data()
+            .unwrap();
+        assert!(preview.dry_run);
+        assert_eq!(preview.count, Some(2));
+        let deleted = client
+            .nc_delete(&DeleteRequest {
+                rel_path: "typed".into(),
+                dry_run: false,
+                ..DeleteRequest::default()
+            })
+            .await
+            .into_data()
+            .unwrap();
+        assert!(deleted.event_id.is_some());
+
+        // A failure keeps its code and message through the typed path.
+        let conflict = client
+            .nc_move(&MoveRequest {
+                from_rel_path: "readme.md".into(),
+                to_rel_path: "readme.md".into(),
+                ..MoveRequest::default()
+            })
+            .await;
+        assert_eq!(conflict.error_code(), Some(acdm_core::ErrorCode::Conflict));
+    };
+    acdm_harness_client::with_identity(identity, run).await;
+    env.stop().await;
+}

@@ -30,6 +30,7 @@ const ALLOWED_EDGES: &[(&str, &[&str])] = &[
     ("acdm-mcp", &["acdm-core", "acdm-sources"]),
     ("acdm-bff", &["acdm-core", "acdm-sources", "acdm-store"]),
     ("acdm-harness-client", &["acdm-core"]),
+    ("acdm-tool", &["acdm-core", "acdm-harness-client"]),
     (
         "acdm-backend",
         &[

@@ -11,8 +11,13 @@ use std::sync::Arc;
 
 use acdm_core::domain::{DEFAULT_MOUNT, Mount};
 use acdm_core::events::{TRASH_FOLDER, trash_root};
+use acdm_core::nc::{
+    DeleteData, DeleteRequest, Encoding, EntryInfo, HitInfo, ListData, ListMountsRequest,
+    ListRequest, MountInfo, MountsData, MoveData, MoveRequest, PreviewEntry, ReadData, ReadRequest,
+    SearchData, SearchRequest, WriteData, WriteRequest,
+};
 use acdm_core::{AbsPath, ErrorCode, MountName, RelPath, RequestId, ToolResponse};
-use acdm_sources::render::{Encoding, render};
+use acdm_sources::render::render;
 use acdm_sources::{ETag, Entry, FileSearch, FileStore, ReadRange, SourceError};
 use acdm_store::Store;
 use axum::extract::{FromRequest, Path, Request, State};
@@ -21,9 +26,8 @@ use axum::routing::post;
 use axum::{Extension, Router};
 use base64::Engine;
 use bytes::Bytes;
-use chrono::{DateTime, Utc};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::envelope::{Envelope, Failure, Outcome, error_chain, internal_message};
@@ -32,16 +36,7 @@ use crate::journal::{Journal, JournalError};
 use crate::pipeline::Caller;
 use crate::switch::KillSwitch;
 
-/// The operations, in the order they are documented.
-pub const OPS: [&str; 7] = [
-    "list_mounts",
-    "list",
-    "read",
-    "search",
-    "write",
-    "delete",
-    "move",
-];
+pub use acdm_core::nc::OPS;
 
 /// Bounds of the nc operations.
 #[derive(Debug, Clone, Copy)]
@@ -168,115 +163,6 @@ async fn body<T: DeserializeOwned>(req: Request) -> Result<T, Failure> {
     StrictJson::<T>::from_request(req, &())
         .await
         .map(|StrictJson(v)| v)
-}
-
-// ---- request bodies -------------------------------------------------------
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Empty {}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListBody {
-    #[serde(default)]
-    rel_path: String,
-    #[serde(default)]
-    mount: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReadBody {
-    rel_path: String,
-    #[serde(default)]
-    mount: Option<String>,
-    #[serde(default)]
-    offset: u64,
-    #[serde(default)]
-    max_bytes: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SearchBody {
-    query: String,
-    #[serde(default)]
-    mount: Option<String>,
-    #[serde(default)]
-    limit: Option<u32>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WriteBody {
-    rel_path: String,
-    content: String,
-    #[serde(default)]
-    encoding: Option<Encoding>,
-    #[serde(default)]
-    if_match: Option<String>,
-    #[serde(default)]
-    mount: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DeleteBody {
-    rel_path: String,
-    #[serde(default)]
-    mount: Option<String>,
-    #[serde(default = "yes")]
-    dry_run: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MoveBody {
-    from_rel_path: String,
-    to_rel_path: String,
-    #[serde(default)]
-    overwrite: bool,
-    #[serde(default)]
-    mount: Option<String>,
-}
-
-// ---- responses ------------------------------------------------------------
-
-#[derive(Serialize)]
-struct MountView {
-    name: String,
-    writable: bool,
-}
-
-#[derive(Serialize)]
-struct EntryView {
-    name: String,
-    rel_path: String,
-    is_dir: bool,
-    size: Option<u64>,
-    modified: Option<DateTime<Utc>>,
-    etag: Option<String>,
-}
-
-#[derive(Serialize)]
-struct PreviewEntry {
-    rel_path: String,
-    is_dir: bool,
-    size: Option<u64>,
-}
-
-#[derive(Serialize)]
-struct HitView {
-    mount: String,
-    rel_path: String,
-    is_dir: Option<bool>,
-    snippet: Option<String>,
-    line: Option<u64>,
 }
 
 // ---- the operations -------------------------------------------------------
@@ -419,22 +305,22 @@ impl Ctx {
         Ok(())
     }
 
-    async fn list_mounts(&self, body: Result<Empty, Failure>) -> Reply {
+    async fn list_mounts(&self, body: Result<ListMountsRequest, Failure>) -> Reply {
         body?;
-        let mounts: Vec<MountView> = self
+        let mounts: Vec<MountInfo> = self
             .mounts()
             .await?
             .into_iter()
-            .map(|m| MountView {
+            .map(|m| MountInfo {
                 name: m.name.as_str().to_owned(),
                 writable: m.writable,
             })
             .collect();
         let message = format!("{} mount(s)", mounts.len());
-        ok(json!({ "mounts": mounts }), message)
+        ok(MountsData { mounts }, message)
     }
 
-    async fn list(&self, body: Result<ListBody, Failure>) -> Reply {
+    async fn list(&self, body: Result<ListRequest, Failure>) -> Reply {
         let body = body?;
         let mount = self.mount(body.mount.as_deref()).await?;
         let (rel, abs) = self.path(&mount, &body.rel_path, "rel_path", true)?;
@@ -448,7 +334,7 @@ impl Ctx {
         })?;
         let visible: Vec<&Entry> = entries.iter().filter(|e| !self.hidden(&e.path)).collect();
         let truncated = visible.len() > self.state.limits.max_list_entries;
-        let views: Vec<EntryView> = visible
+        let views: Vec<EntryInfo> = visible
             .into_iter()
             .take(self.state.limits.max_list_entries)
             .map(|e| entry_view(e, &mount.root))
@@ -461,17 +347,17 @@ impl Ctx {
             if truncated { " (truncated)" } else { "" }
         );
         ok(
-            json!({
-                "mount": mount.name,
-                "rel_path": rel.to_string(),
-                "entries": views,
-                "truncated": truncated,
-            }),
+            ListData {
+                mount: mount.name.as_str().to_owned(),
+                rel_path: rel.to_string(),
+                entries: views,
+                truncated,
+            },
             message,
         )
     }
 
-    async fn read(&self, body: Result<ReadBody, Failure>) -> Reply {
+    async fn read(&self, body: Result<ReadRequest, Failure>) -> Reply {
         let body = body?;
         let limits = self.state.limits;
         let len = body.max_bytes.unwrap_or(limits.default_read_bytes);
@@ -510,24 +396,24 @@ impl Ctx {
             ),
         };
         ok(
-            json!({
-                "mount": mount.name,
-                "rel_path": rel.to_string(),
-                "encoding": rendered.encoding,
-                "content": rendered.content,
-                "size": window.size,
-                "etag": window.etag.as_ref().map(ETag::value),
-                "content_type": window.content_type,
-                "offset": window.offset,
-                "returned_bytes": rendered.returned_bytes,
-                "truncated": rendered.truncated,
-                "next_offset": rendered.next_offset,
-            }),
+            ReadData {
+                mount: mount.name.as_str().to_owned(),
+                rel_path: rel.to_string(),
+                encoding: rendered.encoding,
+                content: rendered.content,
+                size: window.size,
+                etag: window.etag.as_ref().map(|e| e.value().to_owned()),
+                content_type: window.content_type,
+                offset: window.offset,
+                returned_bytes: rendered.returned_bytes,
+                truncated: rendered.truncated,
+                next_offset: rendered.next_offset,
+            },
             message,
         )
     }
 
-    async fn search(&self, body: Result<SearchBody, Failure>) -> Reply {
+    async fn search(&self, body: Result<SearchRequest, Failure>) -> Reply {
         let body = body?;
         let query = body.query.trim();
         if query.is_empty() || query.chars().count() > 500 {
@@ -562,7 +448,7 @@ impl Ctx {
                 if !inside || hits.len() >= limit as usize {
                     continue;
                 }
-                hits.push(HitView {
+                hits.push(HitInfo {
                     mount: mount.name.as_str().to_owned(),
                     rel_path: rel.to_string(),
                     is_dir: hit.kind.map(|k| k == acdm_sources::EntryKind::Folder),
@@ -573,10 +459,10 @@ impl Ctx {
         }
         let message = format!("{} hit(s) for `{query}`", hits.len());
         let returned = hits.len();
-        ok(json!({ "hits": hits, "returned": returned }), message)
+        ok(SearchData { hits, returned }, message)
     }
 
-    async fn write(&self, body: Result<WriteBody, Failure>) -> Reply {
+    async fn write(&self, body: Result<WriteRequest, Failure>) -> Reply {
         let body = body?;
         self.writable(None)?;
         let mount = self.mount(body.mount.as_deref()).await?;
@@ -625,19 +511,19 @@ impl Ctx {
             "overwrote"
         };
         ok(
-            json!({
-                "mount": mount.name,
-                "rel_path": rel.to_string(),
-                "created": written.created,
-                "size": size,
-                "etag": written.etag.as_ref().map(ETag::value),
-                "event_id": written.event.id,
-            }),
+            WriteData {
+                mount: mount.name.as_str().to_owned(),
+                rel_path: rel.to_string(),
+                created: written.created,
+                size,
+                etag: written.etag.as_ref().map(|e| e.value().to_owned()),
+                event_id: written.event.id,
+            },
             format!("{verb} {}:{shown} ({size} bytes)", mount.name),
         )
     }
 
-    async fn delete(&self, body: Result<DeleteBody, Failure>) -> Reply {
+    async fn delete(&self, body: Result<DeleteRequest, Failure>) -> Reply {
         let body = body?;
         if !body.dry_run {
             self.writable(None)?;
@@ -666,12 +552,15 @@ impl Ctx {
             .await
             .map_err(|e| self.journal_failure(e, &mount, &shown))?;
         ok(
-            json!({
-                "dry_run": false,
-                "mount": mount.name,
-                "rel_path": rel.to_string(),
-                "event_id": event.id,
-            }),
+            DeleteData {
+                dry_run: false,
+                mount: mount.name.as_str().to_owned(),
+                rel_path: rel.to_string(),
+                would_delete: None,
+                count: None,
+                truncated: None,
+                event_id: Some(event.id),
+            },
             format!(
                 "deleted {}:{shown}; it is kept in the backend's trash and an operator can restore it (event {})",
                 mount.name, event.id
@@ -728,14 +617,15 @@ impl Ctx {
             .collect();
         let count = items.len();
         ok(
-            json!({
-                "dry_run": true,
-                "mount": mount.name,
-                "rel_path": rel.to_string(),
-                "would_delete": items,
-                "count": count,
-                "truncated": truncated,
-            }),
+            DeleteData {
+                dry_run: true,
+                mount: mount.name.as_str().to_owned(),
+                rel_path: rel.to_string(),
+                would_delete: Some(items),
+                count: Some(count),
+                truncated: Some(truncated),
+                event_id: None,
+            },
             format!(
                 "dry run: deleting {}:{shown} would remove {count}{} item(s); nothing was changed. Call again with dry_run: false to delete.",
                 mount.name,
@@ -744,7 +634,7 @@ impl Ctx {
         )
     }
 
-    async fn move_item(&self, body: Result<MoveBody, Failure>) -> Reply {
+    async fn move_item(&self, body: Result<MoveRequest, Failure>) -> Reply {
         let body = body?;
         self.writable(None)?;
         let mount = self.mount(body.mount.as_deref()).await?;
@@ -779,13 +669,13 @@ impl Ctx {
             .await
             .map_err(|e| self.journal_failure(e, &mount, &shown))?;
         ok(
-            json!({
-                "mount": mount.name,
-                "from_rel_path": from_rel.to_string(),
-                "to_rel_path": to_rel.to_string(),
-                "overwritten": overwritten,
-                "event_id": event.id,
-            }),
+            MoveData {
+                mount: mount.name.as_str().to_owned(),
+                from_rel_path: from_rel.to_string(),
+                to_rel_path: to_rel.to_string(),
+                overwritten,
+                event_id: event.id,
+            },
             format!(
                 "moved {}:{shown} to /{to_rel}{}",
                 mount.name,
@@ -806,8 +696,8 @@ fn relative(root: &AbsPath, path: &AbsPath) -> String {
         .join("/")
 }
 
-fn entry_view(entry: &Entry, root: &AbsPath) -> EntryView {
-    EntryView {
+fn entry_view(entry: &Entry, root: &AbsPath) -> EntryInfo {
+    EntryInfo {
         name: entry.name().to_owned(),
         rel_path: relative(root, &entry.path),
         is_dir: entry.is_folder(),

@@ -13,6 +13,7 @@ pub mod domain;
 pub mod events;
 pub mod identity;
 pub mod names;
+pub mod nc;
 pub mod path;
 pub mod protocol;
 pub mod scope;

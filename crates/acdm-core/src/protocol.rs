@@ -295,6 +295,18 @@ impl<T> ToolResponse<T> {
     }
 }
 
+impl<T> ToolResponse<Option<T>> {
+    /// Turns data that may be absent inside into data that may be absent.
+    pub fn flatten(self) -> ToolResponse<T> {
+        ToolResponse {
+            code: self.code,
+            message: self.message,
+            data: self.data.flatten(),
+            suggested_action: self.suggested_action,
+        }
+    }
+}
+
 /// The wire form, in field order.
 #[derive(Serialize)]
 struct WireOut<'a, T> {

@@ -3,20 +3,10 @@
 //! offset to continue from. Shared by the MCP tools and the BFF so both
 //! answer a read the same way.
 
+pub use acdm_core::nc::Encoding;
 use base64::Engine;
-use serde::{Deserialize, Serialize};
 
 use crate::Window;
-
-/// How `content` is encoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Encoding {
-    /// UTF-8 text.
-    Text,
-    /// Base64 of binary bytes.
-    Base64,
-}
 
 /// A rendered window.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,258 @@
+//! What a command does: read the content to write, check the identity,
+//! build the typed request of `acdm_core::nc`, call the harness client as
+//! that identity and print the ToolResponse it returns.
+//!
+//! Nothing is sent when the identity is incomplete (a ToolResponse
+//! `internal_error` naming the option and variable) or when the token is
+//! missing (the client's own `internal_error`). Local input problems — an
+//! unreadable `--from-file`, non-UTF-8 content without `--base64` — are
+//! usage errors, like clap's.
+
+use std::io::{self, IsTerminal, Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use acdm_core::identity::headers;
+use acdm_core::nc::{
+    DeleteRequest, Encoding, ListRequest, MoveRequest, ReadRequest, SearchRequest, WriteRequest,
+};
+use acdm_core::{ErrorCode, Identity, IdentityError, ToolResponse};
+use acdm_harness_client::{ClientConfig, HarnessClient};
+use base64::Engine as _;
+use clap::CommandFactory;
+use clap::error::ErrorKind;
+use secrecy::SecretString;
+use serde::Serialize;
+
+use crate::cli::{Cli, Command, NcCommand, TOKEN_ENV, WriteArgs};
+use crate::human::{self, Human};
+
+/// One typed call, ready to send.
+enum Call {
+    ListMounts,
+    List(ListRequest),
+    Read(ReadRequest),
+    Search(SearchRequest),
+    Write(WriteRequest),
+    Delete(DeleteRequest),
+    Move(MoveRequest),
+}
+
+/// Runs the command and returns the process's exit status.
+pub(crate) async fn run(cli: Cli) -> ExitCode {
+    let Command::Nc(nc) = cli.command;
+    let call = match call(nc) {
+        Ok(call) => call,
+        Err(problem) => return usage_error(&problem),
+    };
+    let human = cli.human;
+    let identity = match identity(cli.user, cli.agent, cli.thread) {
+        Ok(identity) => identity,
+        Err(failure) => return emit(&failure, human),
+    };
+    let client = ClientConfig::new(&cli.url, service_token(), Duration::from_secs(cli.timeout))
+        .and_then(HarnessClient::new);
+    let client = match client {
+        Ok(client) => client,
+        Err(error) => {
+            let failure = ToolResponse::<()>::failure(
+                ErrorCode::InternalError,
+                format!("the harness client cannot be set up: {error}; no request was sent"),
+            );
+            return emit(&failure, human);
+        }
+    };
+    let client = client.as_identity(identity);
+    match call {
+        Call::ListMounts => emit(&client.nc_list_mounts().await, human),
+        Call::List(request) => emit(&client.nc_list(&request).await, human),
+        Call::Read(request) => emit(&client.nc_read(&request).await, human),
+        Call::Search(request) => emit(&client.nc_search(&request).await, human),
+        Call::Write(request) => emit(&client.nc_write(&request).await, human),
+        Call::Delete(request) => emit(&client.nc_delete(&request).await, human),
+        Call::Move(request) => emit(&client.nc_move(&request).await, human),
+    }
+}
+
+/// The typed request of a subcommand; `Err` is a usage problem.
+fn call(command: NcCommand) -> Result<Call, String> {
+    Ok(match command {
+        NcCommand::ListMounts => Call::ListMounts,
+        NcCommand::List { rel_path, mount } => Call::List(ListRequest {
+            rel_path: rel_path.unwrap_or_default(),
+            mount: mount.mount,
+        }),
+        NcCommand::Read {
+            rel_path,
+            offset,
+            max_bytes,
+            mount,
+        } => Call::Read(ReadRequest {
+            rel_path,
+            mount: mount.mount,
+            offset,
+            max_bytes,
+        }),
+        NcCommand::Search {
+            query,
+            limit,
+            mount,
+        } => Call::Search(SearchRequest {
+            query,
+            mount,
+            limit,
+        }),
+        NcCommand::Write(args) => Call::Write(write_request(args)?),
+        NcCommand::Delete {
+            rel_path,
+            yes,
+            mount,
+        } => Call::Delete(DeleteRequest {
+            rel_path,
+            mount: mount.mount,
+            dry_run: !yes,
+        }),
+        NcCommand::Move {
+            from,
+            to,
+            overwrite,
+            mount,
+        } => Call::Move(MoveRequest {
+            from_rel_path: from,
+            to_rel_path: to,
+            overwrite,
+            mount: mount.mount,
+        }),
+    })
+}
+
+/// `nc write`'s request, with the content from --content, --from-file or
+/// stdin (clap keeps --content apart from the other two).
+fn write_request(args: WriteArgs) -> Result<WriteRequest, String> {
+    let (content, encoding) = match (args.content, &args.from_file) {
+        (Some(text), _) => (text, None),
+        (None, source) => {
+            let (bytes, what) = match source {
+                Some(path) => (
+                    read_file(path)?,
+                    format!("--from-file `{}`", path.display()),
+                ),
+                None => (read_stdin()?, "stdin".to_owned()),
+            };
+            if args.base64 {
+                let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+                (encoded, Some(Encoding::Base64))
+            } else {
+                let text = String::from_utf8(bytes).map_err(|_| {
+                    format!("{what} is not UTF-8 text; pass --base64 to send its bytes")
+                })?;
+                (text, None)
+            }
+        }
+    };
+    Ok(WriteRequest {
+        rel_path: args.rel_path,
+        content,
+        encoding,
+        if_match: args.if_match,
+        mount: args.mount.mount,
+    })
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("cannot read --from-file `{}`: {e}", path.display()))
+}
+
+fn read_stdin() -> Result<Vec<u8>, String> {
+    let stdin = io::stdin();
+    if stdin.is_terminal() {
+        return Err("give the content with --content or --from-file, or pipe it on stdin".into());
+    }
+    let mut bytes = Vec::new();
+    stdin
+        .lock()
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the content from stdin: {e}"))?;
+    Ok(bytes)
+}
+
+/// The caller from the three options (or their variables); an incomplete
+/// or invalid one is an `internal_error` naming the option, and nothing is
+/// sent — the same class of answer the client gives without an identity.
+fn identity(
+    user: Option<String>,
+    agent: Option<String>,
+    thread: Option<String>,
+) -> Result<Identity, ToolResponse<()>> {
+    Identity::from_headers(user.as_deref(), agent.as_deref(), thread.as_deref()).map_err(|error| {
+        let message = match error {
+            IdentityError::Missing { headers } => {
+                let names: Vec<&str> = headers.into_iter().map(option_for).collect();
+                let verb = if names.len() == 1 { "is" } else { "are" };
+                format!(
+                    "no caller identity: {} {verb} missing or empty; no request was sent",
+                    names.join(", ")
+                )
+            }
+            IdentityError::Invalid { header, problem } => format!(
+                "{} is not a valid {header}: {problem}; no request was sent",
+                option_for(header)
+            ),
+        };
+        ToolResponse::failure(ErrorCode::InternalError, message).with_suggested_action(
+            "Pass --user, --agent and --thread, or set ACDM_USER_ID, ACDM_AGENT_NAME and ACDM_THREAD_ID.",
+        )
+    })
+}
+
+/// The option and variable that set an identity header.
+fn option_for(header: &str) -> &'static str {
+    match header {
+        headers::USER_ID => "--user (ACDM_USER_ID)",
+        headers::AGENT_NAME => "--agent (ACDM_AGENT_NAME)",
+        _ => "--thread (ACDM_THREAD_ID)",
+    }
+}
+
+/// `ACDM_MCP_SERVICE_TOKEN`; unset or blank leaves it to the client to
+/// refuse (an `internal_error`, nothing sent).
+fn service_token() -> Option<SecretString> {
+    std::env::var(TOKEN_ENV)
+        .ok()
+        .filter(|token| !token.trim().is_empty())
+        .map(SecretString::from)
+}
+
+/// Prints `response` (JSON or `--human`) and maps it to the exit status.
+fn emit<T: Serialize + Human>(response: &ToolResponse<T>, human: bool) -> ExitCode {
+    let text = if human {
+        human::render(response)
+    } else {
+        match serde_json::to_string_pretty(response) {
+            Ok(json) => json + "\n",
+            Err(error) => {
+                let failure = ToolResponse::<()>::failure(
+                    ErrorCode::InternalError,
+                    format!("the answer cannot be printed as JSON: {error}"),
+                );
+                serde_json::to_string_pretty(&failure).unwrap_or_default() + "\n"
+            }
+        }
+    };
+    // A closed pipe (`| head`) is not an error of the call.
+    let _ = io::stdout().lock().write_all(text.as_bytes());
+    if response.is_success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// A usage problem found after parsing, reported the way clap reports its
+/// own (stderr, exit status 2).
+fn usage_error(problem: &str) -> ExitCode {
+    let error = Cli::command().error(ErrorKind::ValueValidation, problem);
+    let _ = error.print();
+    ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2))
+}

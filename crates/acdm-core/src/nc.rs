@@ -1,0 +1,352 @@
+//! The wire types of the nc file primitives (spec §6.1,
+//! `POST /agent-tools/nc/{op}`): one request and one response `data` type
+//! per operation, shared by the BFF (which parses requests strictly and
+//! sends these responses) and the harness client (which sends the requests
+//! and reads the responses), so the two sides cannot drift.
+//!
+//! Requests refuse unknown fields: a stray `project_id` is a
+//! `validation_error`, never silently ignored. Optional fields are left out
+//! when serialised, so a client sends only what it sets.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::events::EventId;
+
+/// The operations, in the order they are documented; each is also the last
+/// segment of its path.
+pub const OPS: [&str; 7] = [
+    "list_mounts",
+    "list",
+    "read",
+    "search",
+    "write",
+    "delete",
+    "move",
+];
+
+/// How file content travels: UTF-8 text, or base64 of the bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    /// UTF-8 text.
+    #[default]
+    Text,
+    /// Base64 of binary bytes.
+    Base64,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
+}
+
+/// `list_mounts`: no fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListMountsRequest {}
+
+/// One mount of the project.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MountInfo {
+    /// Its name (`project` is the default mount).
+    pub name: String,
+    /// False for read-only mounts.
+    pub writable: bool,
+}
+
+/// `list_mounts` data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MountsData {
+    /// The project's mounts, by name.
+    pub mounts: Vec<MountInfo>,
+}
+
+/// `list`: one folder level.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListRequest {
+    /// The folder, relative to the mount root (`""` for the root).
+    #[serde(default)]
+    pub rel_path: String,
+    /// The mount (default `project`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount: Option<String>,
+}
+
+/// One entry of a folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryInfo {
+    /// Its name.
+    pub name: String,
+    /// Its path relative to the mount root.
+    pub rel_path: String,
+    /// True for folders.
+    pub is_dir: bool,
+    /// Bytes, for files.
+    pub size: Option<u64>,
+    /// Last modification, when known.
+    pub modified: Option<DateTime<Utc>>,
+    /// The etag to pass as `if_match`, when known.
+    pub etag: Option<String>,
+}
+
+/// `list` data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListData {
+    /// The mount listed.
+    pub mount: String,
+    /// The folder listed.
+    pub rel_path: String,
+    /// Its entries, by name.
+    pub entries: Vec<EntryInfo>,
+    /// True when there were more entries than one answer holds.
+    pub truncated: bool,
+}
+
+/// `read`: a window of a file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadRequest {
+    /// The file, relative to the mount root.
+    pub rel_path: String,
+    /// The mount (default `project`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount: Option<String>,
+    /// First byte to return.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset: u64,
+    /// Most bytes to return (the server's default and cap apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+/// `read` data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadData {
+    /// The mount read.
+    pub mount: String,
+    /// The file read.
+    pub rel_path: String,
+    /// `text` or `base64`.
+    pub encoding: Encoding,
+    /// The bytes, as text or base64.
+    pub content: String,
+    /// The file's size, when known.
+    pub size: Option<u64>,
+    /// The file's etag, when known.
+    pub etag: Option<String>,
+    /// The MIME type, when known.
+    pub content_type: Option<String>,
+    /// First byte of `content` in the file.
+    pub offset: u64,
+    /// Bytes of the file `content` covers.
+    pub returned_bytes: u64,
+    /// True when the file continues after this window.
+    pub truncated: bool,
+    /// Where to continue (pass it as `offset`), when truncated.
+    pub next_offset: Option<u64>,
+}
+
+/// `search`: files inside the project's mounts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchRequest {
+    /// What to look for (1–500 characters).
+    pub query: String,
+    /// Only this mount (default: every mount).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount: Option<String>,
+    /// Most hits (1–100, default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// One search hit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HitInfo {
+    /// The mount it is in.
+    pub mount: String,
+    /// Its path relative to that mount.
+    pub rel_path: String,
+    /// True for folders, when known.
+    pub is_dir: Option<bool>,
+    /// The matching text, when the source gives one.
+    pub snippet: Option<String>,
+    /// The matching line, when the source gives one.
+    pub line: Option<u64>,
+}
+
+/// `search` data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchData {
+    /// The hits.
+    pub hits: Vec<HitInfo>,
+    /// How many.
+    pub returned: usize,
+}
+
+/// `write`: create or overwrite a whole file (parents are created).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteRequest {
+    /// The file, relative to the mount root.
+    pub rel_path: String,
+    /// The content, as text or base64 (see `encoding`).
+    pub content: String,
+    /// How `content` is encoded (default `text`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<Encoding>,
+    /// Only overwrite when the file still has this etag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub if_match: Option<String>,
+    /// The mount (default `project`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount: Option<String>,
+}
+
+/// `write` data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteData {
+    /// The mount written.
+    pub mount: String,
+    /// The file written.
+    pub rel_path: String,
+    /// True when the file did not exist before.
+    pub created: bool,
+    /// Bytes written.
+    pub size: usize,
+    /// The new etag, when known.
+    pub etag: Option<String>,
+    /// The storage event recording the write.
+    pub event_id: EventId,
+}
+
+/// `delete`: a dry run unless `dry_run` is false.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteRequest {
+    /// The file or folder, relative to the mount root.
+    pub rel_path: String,
+    /// The mount (default `project`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount: Option<String>,
+    /// Only report what would be removed (the default).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub dry_run: bool,
+}
+
+impl Default for DeleteRequest {
+    fn default() -> Self {
+        Self {
+            rel_path: String::new(),
+            mount: None,
+            dry_run: true,
+        }
+    }
+}
+
+/// One item a delete would remove.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreviewEntry {
+    /// Its path relative to the mount root.
+    pub rel_path: String,
+    /// True for folders.
+    pub is_dir: bool,
+    /// Bytes, for files.
+    pub size: Option<u64>,
+}
+
+/// `delete` data: the preview for a dry run, the event for a real one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeleteData {
+    /// True for a dry run (nothing changed).
+    pub dry_run: bool,
+    /// The mount.
+    pub mount: String,
+    /// The item.
+    pub rel_path: String,
+    /// Dry run: what would be removed (the item first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub would_delete: Option<Vec<PreviewEntry>>,
+    /// Dry run: how many items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<usize>,
+    /// Dry run: true when the list stops short.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+    /// Real delete: the storage event (the item is kept in the trash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<EventId>,
+}
+
+/// `move`: rename or move a file or folder inside a mount.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MoveRequest {
+    /// The item, relative to the mount root.
+    pub from_rel_path: String,
+    /// Where it goes.
+    pub to_rel_path: String,
+    /// Replace an existing destination (kept in the trash); default false.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub overwrite: bool,
+    /// The mount (default `project`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount: Option<String>,
+}
+
+/// `move` data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MoveData {
+    /// The mount.
+    pub mount: String,
+    /// Where the item was.
+    pub from_rel_path: String,
+    /// Where it is now.
+    pub to_rel_path: String,
+    /// True when an existing destination was replaced.
+    pub overwritten: bool,
+    /// The storage event recording the move.
+    pub event_id: EventId,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_send_only_what_is_set_and_refuse_strangers() {
+        let read = ReadRequest {
+            rel_path: "a.md".into(),
+            ..ReadRequest::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&read).unwrap(),
+            serde_json::json!({ "rel_path": "a.md" })
+        );
+        let delete: DeleteRequest = serde_json::from_str(r#"{"rel_path":"a"}"#).unwrap();
+        assert!(
+            delete.dry_run,
+            "a delete is a dry run unless told otherwise"
+        );
+        let real = DeleteRequest {
+            dry_run: false,
+            ..DeleteRequest::default()
+        };
+        assert_eq!(serde_json::to_value(&real).unwrap()["dry_run"], false);
+        let stray = serde_json::from_str::<ListRequest>(r#"{"rel_path":"","project_id":"b"}"#);
+        assert!(stray.unwrap_err().to_string().contains("project_id"));
+    }
+}

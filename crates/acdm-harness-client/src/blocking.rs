@@ -1,0 +1,126 @@
+//! Synchronous calls for call sites that are not async (feature
+//! `blocking`). Each client owns a small current-thread runtime; do not
+//! call it from inside an async runtime (use [`crate::HarnessClient`]
+//! there).
+
+use std::cell::RefCell;
+
+use acdm_core::nc::{
+    DeleteData, DeleteRequest, ListData, ListMountsRequest, ListRequest, MountsData, MoveData,
+    MoveRequest, ReadData, ReadRequest, SearchData, SearchRequest, WriteData, WriteRequest,
+};
+use acdm_core::{ErrorCode, Identity, ToolResponse};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::config::{ClientConfig, ConfigError};
+
+thread_local! {
+    static IDENTITY: RefCell<Option<Identity>> = const { RefCell::new(None) };
+}
+
+/// Runs `work` on this thread with `identity` as the caller of every
+/// blocking call inside it (restoring the previous one afterwards).
+pub fn with_identity<R>(identity: Identity, work: impl FnOnce() -> R) -> R {
+    let previous = IDENTITY.with(|slot| slot.replace(Some(identity)));
+    let result = work();
+    IDENTITY.with(|slot| *slot.borrow_mut() = previous);
+    result
+}
+
+/// The blocking client.
+#[derive(Debug)]
+pub struct BlockingClient {
+    inner: crate::HarnessClient,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl BlockingClient {
+    /// A blocking client for `config`.
+    pub fn new(config: ClientConfig) -> Result<Self, ConfigError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| ConfigError::Http(e.to_string()))?;
+        Ok(Self {
+            inner: crate::HarnessClient::new(config)?,
+            runtime,
+        })
+    }
+
+    /// A blocking client configured from the environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::new(ClientConfig::from_env()?)
+    }
+
+    fn run<Req: Serialize + ?Sized, Resp: DeserializeOwned>(
+        &self,
+        identity: Option<Identity>,
+        path: &str,
+        body: &Req,
+    ) -> ToolResponse<Resp> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return ToolResponse::failure(
+                ErrorCode::InternalError,
+                "the blocking harness client was called from async code; use HarnessClient there",
+            );
+        }
+        self.runtime.block_on(self.inner.send(identity, path, body))
+    }
+
+    /// [`crate::HarnessClient::call`], blocking, as the thread's identity
+    /// (see [`with_identity`]).
+    pub fn call<Req: Serialize + ?Sized, Resp: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Req,
+    ) -> ToolResponse<Resp> {
+        let identity = IDENTITY.with(|slot| slot.borrow().clone());
+        self.run(identity, path, body)
+    }
+
+    /// [`Self::call`] as an explicit identity.
+    pub fn call_as<Req: Serialize + ?Sized, Resp: DeserializeOwned>(
+        &self,
+        identity: &Identity,
+        path: &str,
+        body: &Req,
+    ) -> ToolResponse<Resp> {
+        self.run(Some(identity.clone()), path, body)
+    }
+
+    /// `nc/list_mounts`.
+    pub fn nc_list_mounts(&self) -> ToolResponse<MountsData> {
+        self.call("agent-tools/nc/list_mounts", &ListMountsRequest {})
+    }
+
+    /// `nc/list`.
+    pub fn nc_list(&self, request: &ListRequest) -> ToolResponse<ListData> {
+        self.call("agent-tools/nc/list", request)
+    }
+
+    /// `nc/read`.
+    pub fn nc_read(&self, request: &ReadRequest) -> ToolResponse<ReadData> {
+        self.call("agent-tools/nc/read", request)
+    }
+
+    /// `nc/search`.
+    pub fn nc_search(&self, request: &SearchRequest) -> ToolResponse<SearchData> {
+        self.call("agent-tools/nc/search", request)
+    }
+
+    /// `nc/write`.
+    pub fn nc_write(&self, request: &WriteRequest) -> ToolResponse<WriteData> {
+        self.call("agent-tools/nc/write", request)
+    }
+
+    /// `nc/delete`.
+    pub fn nc_delete(&self, request: &DeleteRequest) -> ToolResponse<DeleteData> {
+        self.call("agent-tools/nc/delete", request)
+    }
+
+    /// `nc/move`.
+    pub fn nc_move(&self, request: &MoveRequest) -> ToolResponse<MoveData> {
+        self.call("agent-tools/nc/move", request)
+    }
+}
