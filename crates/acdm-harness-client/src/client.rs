@@ -37,6 +37,48 @@ const EXCERPT_CHARS: usize = 200;
 /// Bytes of a response body read at most.
 const MAX_BODY_BYTES: usize = 16 << 20;
 
+/// The typed nc methods, over `self.call` (the same for the client with
+/// the ambient identity and for [`Scoped`]).
+macro_rules! nc_methods {
+    () => {
+        /// `nc/list_mounts`: the project's mounts.
+        pub async fn nc_list_mounts(&self) -> ToolResponse<MountsData> {
+            self.call("agent-tools/nc/list_mounts", &ListMountsRequest {})
+                .await
+        }
+
+        /// `nc/list`: one folder level.
+        pub async fn nc_list(&self, request: &ListRequest) -> ToolResponse<ListData> {
+            self.call("agent-tools/nc/list", request).await
+        }
+
+        /// `nc/read`: a window of a file.
+        pub async fn nc_read(&self, request: &ReadRequest) -> ToolResponse<ReadData> {
+            self.call("agent-tools/nc/read", request).await
+        }
+
+        /// `nc/search`: files inside the project's mounts.
+        pub async fn nc_search(&self, request: &SearchRequest) -> ToolResponse<SearchData> {
+            self.call("agent-tools/nc/search", request).await
+        }
+
+        /// `nc/write`: create or overwrite a file (recorded, revertible).
+        pub async fn nc_write(&self, request: &WriteRequest) -> ToolResponse<WriteData> {
+            self.call("agent-tools/nc/write", request).await
+        }
+
+        /// `nc/delete`: a dry run unless `dry_run` is false.
+        pub async fn nc_delete(&self, request: &DeleteRequest) -> ToolResponse<DeleteData> {
+            self.call("agent-tools/nc/delete", request).await
+        }
+
+        /// `nc/move`: rename or move (never over an existing item unless asked).
+        pub async fn nc_move(&self, request: &MoveRequest) -> ToolResponse<MoveData> {
+            self.call("agent-tools/nc/move", request).await
+        }
+    };
+}
+
 /// The client; cheap to clone, one per process is enough.
 #[derive(Clone)]
 pub struct HarnessClient {
@@ -201,41 +243,7 @@ impl HarnessClient {
         interpret(status, &bytes)
     }
 
-    /// `nc/list_mounts`: the project's mounts.
-    pub async fn nc_list_mounts(&self) -> ToolResponse<MountsData> {
-        self.call("agent-tools/nc/list_mounts", &ListMountsRequest {})
-            .await
-    }
-
-    /// `nc/list`: one folder level.
-    pub async fn nc_list(&self, request: &ListRequest) -> ToolResponse<ListData> {
-        self.call("agent-tools/nc/list", request).await
-    }
-
-    /// `nc/read`: a window of a file.
-    pub async fn nc_read(&self, request: &ReadRequest) -> ToolResponse<ReadData> {
-        self.call("agent-tools/nc/read", request).await
-    }
-
-    /// `nc/search`: files inside the project's mounts.
-    pub async fn nc_search(&self, request: &SearchRequest) -> ToolResponse<SearchData> {
-        self.call("agent-tools/nc/search", request).await
-    }
-
-    /// `nc/write`: create or overwrite a file (recorded, revertible).
-    pub async fn nc_write(&self, request: &WriteRequest) -> ToolResponse<WriteData> {
-        self.call("agent-tools/nc/write", request).await
-    }
-
-    /// `nc/delete`: a dry run unless `dry_run` is false.
-    pub async fn nc_delete(&self, request: &DeleteRequest) -> ToolResponse<DeleteData> {
-        self.call("agent-tools/nc/delete", request).await
-    }
-
-    /// `nc/move`: rename or move (never over an existing item unless asked).
-    pub async fn nc_move(&self, request: &MoveRequest) -> ToolResponse<MoveData> {
-        self.call("agent-tools/nc/move", request).await
-    }
+    nc_methods!();
 }
 
 impl Scoped<'_> {
@@ -250,41 +258,7 @@ impl Scoped<'_> {
             .await
     }
 
-    /// `nc/list_mounts` as this identity.
-    pub async fn nc_list_mounts(&self) -> ToolResponse<MountsData> {
-        self.call("agent-tools/nc/list_mounts", &ListMountsRequest {})
-            .await
-    }
-
-    /// `nc/list` as this identity.
-    pub async fn nc_list(&self, request: &ListRequest) -> ToolResponse<ListData> {
-        self.call("agent-tools/nc/list", request).await
-    }
-
-    /// `nc/read` as this identity.
-    pub async fn nc_read(&self, request: &ReadRequest) -> ToolResponse<ReadData> {
-        self.call("agent-tools/nc/read", request).await
-    }
-
-    /// `nc/search` as this identity.
-    pub async fn nc_search(&self, request: &SearchRequest) -> ToolResponse<SearchData> {
-        self.call("agent-tools/nc/search", request).await
-    }
-
-    /// `nc/write` as this identity.
-    pub async fn nc_write(&self, request: &WriteRequest) -> ToolResponse<WriteData> {
-        self.call("agent-tools/nc/write", request).await
-    }
-
-    /// `nc/delete` as this identity.
-    pub async fn nc_delete(&self, request: &DeleteRequest) -> ToolResponse<DeleteData> {
-        self.call("agent-tools/nc/delete", request).await
-    }
-
-    /// `nc/move` as this identity.
-    pub async fn nc_move(&self, request: &MoveRequest) -> ToolResponse<MoveData> {
-        self.call("agent-tools/nc/move", request).await
-    }
+    nc_methods!();
 }
 
 async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, reqwest::Error> {
