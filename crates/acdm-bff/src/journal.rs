@@ -524,6 +524,31 @@ impl Journal {
             .and_then(|r| r.get("etag"))
             .and_then(serde_json::Value::as_str)
             .and_then(ETag::strong);
+        // A moved item must still be what the event left there.
+        let landed = original
+            .result
+            .as_ref()
+            .and_then(|r| r.get("etags"))
+            .and_then(serde_json::Value::as_object);
+        for step in &original.undo {
+            let Step::Move { from, .. } = step else {
+                continue;
+            };
+            let Some(want) = landed
+                .and_then(|l| l.get(&from.to_string()))
+                .and_then(serde_json::Value::as_str)
+                .and_then(ETag::strong)
+            else {
+                continue;
+            };
+            let now = self.probe(from).await?;
+            if !now.and_then(|e| e.etag).is_some_and(|e| e.strong_eq(&want)) {
+                return Err(JournalError::Conflict(format!(
+                    "{} has changed or gone since event {id}; revert the later events first",
+                    original.target
+                )));
+            }
+        }
         for step in &original.undo {
             if let Step::Discard { path, etag } = step {
                 let want = etag
@@ -607,7 +632,18 @@ impl Journal {
             }
         }
         self.stop_at(Stage::AfterUpstream)?;
-        self.finish(event, json!({})).await
+        // Where each item landed and its etag there, so a revert can tell
+        // whether it was changed since (best effort: a failed stat only
+        // leaves the etag out).
+        let mut landed = serde_json::Map::new();
+        for (_, to) in &moves {
+            if let Ok(Some(entry)) = self.probe(to).await
+                && let Some(etag) = entry.etag
+            {
+                landed.insert(to.to_string(), json!(etag.value()));
+            }
+        }
+        self.finish(event, json!({ "etags": landed })).await
     }
 
     /// Settles every event still `pending` that was recorded at or before

@@ -421,6 +421,32 @@ async fn a_revert_of_a_revert_reapplies_and_later_changes_block_a_revert() {
         std::fs::read(world.disk.join("Projects/Alpha/notes.md")).unwrap(),
         b"later edit"
     );
+    // The same for a move: the moved file was overwritten afterwards, so
+    // moving it back would carry the later content away unnoticed.
+    let world = World::new().await;
+    let moved = perform(&world, Op::Move).await.unwrap();
+    with_actor(agent(), async {
+        world
+            .journal
+            .write(
+                &world.project,
+                "project:/archive/notes.md".into(),
+                &abs("/Projects/Alpha/archive/notes.md"),
+                Bytes::from_static(b"edited after the move, with more bytes"),
+                None,
+                serde_json::json!({}),
+            )
+            .await
+    })
+    .await
+    .unwrap();
+    let refused = with_actor(direct(), world.journal.revert(moved.id, None)).await;
+    assert!(
+        matches!(refused, Err(JournalError::Conflict(_))),
+        "{refused:?}"
+    );
+    assert!(world.disk.join("Projects/Alpha/archive/notes.md").exists());
+
     // A second revert of the same event is a conflict, not a second undo.
     let world = World::new().await;
     let event = perform(&world, Op::Delete).await.unwrap();
