@@ -119,17 +119,6 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// The parent folder of `path` (the root for top-level names).
-fn parent(path: &AbsPath) -> Option<AbsPath> {
-    let segments = path.segments();
-    let (_, init) = segments.split_last()?;
-    let mut parent = AbsPath::root();
-    for name in init {
-        parent = parent.join_name(name).ok()?;
-    }
-    Some(parent)
-}
-
 impl Journal {
     /// A journal writing events to `store` about `files`; trash folders go
     /// under `files_base`.
@@ -181,7 +170,7 @@ impl Journal {
     }
 
     async fn ensure_parent(&self, path: &AbsPath) -> Result<(), SourceError> {
-        match parent(path) {
+        match path.parent() {
             Some(folder) if !folder.segments().is_empty() => self.files.make_folders(&folder).await,
             _ => Ok(()),
         }

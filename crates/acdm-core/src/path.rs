@@ -262,6 +262,14 @@ impl AbsPath {
         &self.segments
     }
 
+    /// The folder holding this path (`None` for the root).
+    pub fn parent(&self) -> Option<AbsPath> {
+        let (_, init) = self.segments.split_last()?;
+        Some(Self {
+            segments: init.to_vec(),
+        })
+    }
+
     /// This path with `rel` appended.
     pub fn join(&self, rel: &RelPath) -> AbsPath {
         let mut segments = self.segments.clone();
@@ -469,6 +477,17 @@ mod tests {
         check("dir/.HTACCESS", Want::Seg(Reserved));
         check("x.part", Want::Seg(Reserved));
         check("x.filepart", Want::Seg(Reserved));
+    }
+
+    #[test]
+    fn an_absolute_parent_drops_the_last_segment() {
+        let path = AbsPath::parse("/Projects/Alpha/a b.md").unwrap();
+        assert_eq!(path.parent().unwrap().to_string(), "/Projects/Alpha");
+        assert_eq!(
+            AbsPath::parse("/top").unwrap().parent(),
+            Some(AbsPath::root())
+        );
+        assert_eq!(AbsPath::root().parent(), None);
     }
 
     #[test]
