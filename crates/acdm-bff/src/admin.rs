@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::envelope::{Envelope, Failure, Outcome, failure};
 use crate::extract::{StrictJson, invalid_field, path_param};
-use crate::journal::{Journal, JournalError};
+use crate::journal::Journal;
 use crate::pipeline::with_actor;
 use crate::switch::KillSwitch;
 
@@ -463,23 +463,6 @@ struct RevertBody {
     user_id: UserId,
 }
 
-/// Maps a journal error for the operator API.
-pub(crate) fn journal_failure(error: JournalError, request_id: Option<&RequestId>) -> Failure {
-    match error {
-        JournalError::Store(e) => Failure::store(&e, request_id),
-        JournalError::Source(e) => Failure::new(e.code(), e.to_string()),
-        JournalError::Conflict(message) => Failure::new(ErrorCode::Conflict, message),
-        JournalError::NotFound(message) => Failure::new(ErrorCode::NotFound, message),
-        other => {
-            tracing::error!(error = %other, "journal refused");
-            Failure::new(
-                ErrorCode::InternalError,
-                crate::envelope::internal_message(request_id),
-            )
-        }
-    }
-}
-
 async fn revert_event(
     State(state): State<AdminState>,
     request_id: Option<Extension<RequestId>>,
@@ -492,7 +475,11 @@ async fn revert_event(
         state.journal.revert(id, None),
     )
     .await
-    .map_err(|e| journal_failure(e, request_id.as_ref().map(|e| &e.0)))?;
+    .map_err(|e| {
+        Failure::journal(e, request_id.as_ref().map(|e| &e.0), |source| {
+            Failure::new(source.code(), source.to_string())
+        })
+    })?;
     tracing::warn!(event = %id, revert = %revert.id, user = %body.user_id, "storage event reverted by an operator");
     let message = format!(
         "event {id} reverted by event {} ({})",

@@ -4,11 +4,14 @@
 //! are mapped to codes.
 
 use acdm_core::{ErrorCode, RequestId, ToolResponse};
+use acdm_sources::SourceError;
 use acdm_store::StoreError;
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+
+use crate::journal::JournalError;
 
 /// Why a request was refused before a handler ran (`service_auth_failed`,
 /// `admin_auth_failed`, …), set as a response extension so the request
@@ -67,6 +70,25 @@ impl Failure {
     /// see the detail).
     pub fn store(error: &StoreError, request_id: Option<&RequestId>) -> Self {
         Self(Box::new(store_failure(error, request_id)))
+    }
+
+    /// The failure a journal error maps to. File-store errors are worded
+    /// by `source`, since only the caller knows how to show their paths.
+    pub fn journal(
+        error: JournalError,
+        request_id: Option<&RequestId>,
+        source: impl FnOnce(&SourceError) -> Failure,
+    ) -> Self {
+        match error {
+            JournalError::Store(e) => Self::store(&e, request_id),
+            JournalError::Source(e) => source(&e),
+            JournalError::Conflict(message) => Self::new(ErrorCode::Conflict, message),
+            JournalError::NotFound(message) => Self::new(ErrorCode::NotFound, message),
+            error @ (JournalError::NoActor | JournalError::Crashed(_)) => {
+                tracing::error!(error = %error, "journal refused");
+                Self::new(ErrorCode::InternalError, internal_message(request_id))
+            }
+        }
     }
 
     /// The envelope.

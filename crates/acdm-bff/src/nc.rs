@@ -30,7 +30,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::envelope::{Envelope, Failure, Outcome, error_chain, internal_message};
+use crate::envelope::{Envelope, Failure, error_chain};
 use crate::extract::{StrictJson, invalid_field};
 use crate::journal::{Journal, JournalError};
 use crate::pipeline::Caller;
@@ -146,17 +146,9 @@ async fn dispatch(
         "delete" => ctx.delete(body(req).await).await,
         _ => ctx.move_item(body(req).await).await,
     };
-    let response = reply.unwrap_or_else(IntoResponse::into_response);
-    with_outcome(response)
-}
-
-/// Names the outcome on a successful response, for the request span
-/// (failures name their code themselves).
-fn with_outcome(mut response: Response) -> Response {
-    if response.extensions().get::<Outcome>().is_none() {
-        response.extensions_mut().insert(Outcome("ok"));
-    }
-    response
+    // A failure names its code as the span's outcome; a success is `ok`
+    // by the request span's own default.
+    reply.unwrap_or_else(IntoResponse::into_response)
 }
 
 async fn body<T: DeserializeOwned>(req: Request) -> Result<T, Failure> {
@@ -268,19 +260,9 @@ impl Ctx {
     }
 
     fn journal_failure(&self, error: JournalError, mount: &Mount, shown: &str) -> Failure {
-        match error {
-            JournalError::Store(e) => Failure::store(&e, self.request_id.as_ref()),
-            JournalError::Source(e) => self.source_failure(&e, mount, shown),
-            JournalError::Conflict(message) => Failure::new(ErrorCode::Conflict, message),
-            JournalError::NotFound(message) => Failure::new(ErrorCode::NotFound, message),
-            error @ (JournalError::NoActor | JournalError::Crashed(_)) => {
-                tracing::error!(error = %error, "journal refused");
-                Failure::new(
-                    ErrorCode::InternalError,
-                    internal_message(self.request_id.as_ref()),
-                )
-            }
-        }
+        Failure::journal(error, self.request_id.as_ref(), |e| {
+            self.source_failure(e, mount, shown)
+        })
     }
 
     fn target(mount: &Mount, rel: &RelPath) -> String {
@@ -439,18 +421,17 @@ impl Ctx {
                 .await
                 .map_err(|e| self.source_failure(&e, mount, query))?;
             for hit in found {
+                if hits.len() >= limit as usize {
+                    break;
+                }
                 // The source filters by scope already; check again, whole
                 // segments, and keep the trash out.
-                let inside = mount.root.contains(&hit.path) && !self.hidden(&hit.path);
-                let Ok(rel) = mount.root.strip_prefix_of(&hit.path.to_string()) else {
-                    continue;
-                };
-                if !inside || hits.len() >= limit as usize {
+                if !mount.root.contains(&hit.path) || self.hidden(&hit.path) {
                     continue;
                 }
                 hits.push(HitInfo {
                     mount: mount.name.as_str().to_owned(),
-                    rel_path: rel.to_string(),
+                    rel_path: relative(&mount.root, &hit.path),
                     is_dir: hit.kind.map(|k| k == acdm_sources::EntryKind::Folder),
                     snippet: hit.snippet,
                     line: hit.line,
