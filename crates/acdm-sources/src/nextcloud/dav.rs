@@ -522,7 +522,15 @@ impl FileStore for NextcloudFiles {
                         shown(&current)
                     )));
                 }
-                status => return Err(self.error(status, response.headers(), &current)),
+                status => {
+                    // Another writer may have created it at the same moment
+                    // (servers answer such a race with 405, 423 or even
+                    // 500): if a folder is there now, that is what was asked.
+                    let error = self.error(status, response.headers(), &current);
+                    if !matches!(self.stat(&current).await, Ok(entry) if entry.is_folder()) {
+                        return Err(error);
+                    }
+                }
             }
         }
         Ok(())

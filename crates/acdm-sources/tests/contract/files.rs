@@ -293,6 +293,30 @@ async fn a_write_needs_its_parent_folder_and_cannot_replace_a_folder() {
 }
 
 #[tokio::test]
+async fn concurrent_creators_of_one_folder_all_succeed() {
+    // Many writers creating the same new parents at once (the journal's
+    // trash folders): a server that loses the race (wsgidav answers 500
+    // "File exists") must not turn into an error when the folder is there.
+    for b in backends().await {
+        for round in 0..3 {
+            let deep = abs(&format!("/Projects/Race{round}/x/y"));
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..12 {
+                let store = b.store.clone();
+                let deep = deep.clone();
+                tasks.spawn(async move { store.make_folders(&deep).await });
+            }
+            while let Some(outcome) = tasks.join_next().await {
+                outcome
+                    .unwrap()
+                    .unwrap_or_else(|e| panic!("{}: {e}", b.name));
+            }
+            assert!(b.store.stat(&deep).await.unwrap().is_folder(), "{}", b.name);
+        }
+    }
+}
+
+#[tokio::test]
 async fn make_folders_creates_every_parent_and_is_idempotent() {
     for b in backends().await {
         let s = b.store.as_ref();
