@@ -5,7 +5,7 @@
 //!    wiki and files) on a free loopback port with a fresh token.
 //! 2. Runs the official MCP Python SDK against it
 //!    (`tests/integration/mcp_python_sdk.py`, the SDK from `cargo xtask
-//!    setup`).
+//!    setup`), and the README's Python client example exactly as written.
 //! 3. Runs the official MCP TypeScript SDK against it
 //!    (`tests/integration/mcp_typescript_sdk.mjs`; the SDK, pinned, is
 //!    installed from npm into `.test-tools/node`). Unlike the Python one,
@@ -196,6 +196,12 @@ fn run() -> Result<Tally, String> {
         .map_err(|e| format!("cannot run the Python SDK check: {e}"))?;
     tally.record(sdk.success(), "the MCP Python SDK drives every tool");
 
+    let (ran, printed) = run_readme_example(&root, &run_dir, &venv_python, port, &token)?;
+    tally.record(
+        ran && printed.contains("acdm_read_nextcloud_file") && printed.contains("kickoff"),
+        "the README's MCP client example works as written",
+    );
+
     let ts_sdk = install_ts_sdk(&root)?;
     println!("$ node tests/integration/mcp_typescript_sdk.mjs {url} ***");
     let ts = Command::new("node")
@@ -255,6 +261,49 @@ fn run() -> Result<Tally, String> {
     drop(server);
     let _ = std::fs::remove_dir_all(run_dir.join("data"));
     Ok(tally)
+}
+
+/// The marker in README.md above the Python MCP client example.
+const README_EXAMPLE: &str = "<!-- readme-example: python-mcp";
+
+/// Runs the README's Python MCP client example exactly as written (the
+/// first fenced block after [`README_EXAMPLE`]) against the demo, with the
+/// environment the README tells a reader to export. Returns whether it
+/// exited 0 and what it printed.
+fn run_readme_example(
+    root: &Path,
+    run_dir: &Path,
+    python: &Path,
+    port: u16,
+    token: &str,
+) -> Result<(bool, String), String> {
+    let readme = std::fs::read_to_string(root.join("README.md"))
+        .map_err(|e| format!("cannot read README.md: {e}"))?;
+    let code = readme_block(&readme, README_EXAMPLE, "```python")
+        .ok_or("README.md has no Python block after its example marker")?;
+    let script = run_dir.join("readme_example.py");
+    std::fs::write(&script, code).map_err(|e| format!("cannot write {}: {e}", script.display()))?;
+    println!("$ python README.md#python-mcp");
+    let output = Command::new(python)
+        .arg(&script)
+        .env("ACDM_BACKEND_URL", format!("http://127.0.0.1:{port}"))
+        .env("ACDM_MCP_SERVICE_TOKEN", token)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run the README example: {e}"))?;
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    print!("{printed}");
+    Ok((output.status.success(), printed))
+}
+
+/// The body of the first fenced block opening with `fence` after `marker`.
+fn readme_block<'a>(text: &'a str, marker: &str, fence: &str) -> Option<&'a str> {
+    let after_marker = text.get(text.find(marker)?..)?;
+    let opening = after_marker.find(fence)?;
+    let body_start = opening + after_marker.get(opening..)?.find('\n')? + 1;
+    let body = after_marker.get(body_start..)?;
+    let end = body.find("\n```")?;
+    body.get(..=end)
 }
 
 /// Installs the pinned TypeScript SDK into `.test-tools/node` unless it is
@@ -322,4 +371,29 @@ fn rebinding_checks(results: &Path) -> Result<(bool, bool), String> {
     let documented = at(&valid, "/details/statusCode").is_some_and(|s| s == 403)
         && at(&valid, "/details/body/code").is_some_and(|c| c == "permission_denied");
     Ok((refused, documented))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{README_EXAMPLE, readme_block};
+
+    #[test]
+    fn the_block_after_the_marker_is_found_whole() {
+        let text = "```python\nnot this\n```\n<!-- readme-example: python-mcp -->\nprose\n```python\nimport os\nprint(1)\n```\nafter\n```python\nnor this\n```\n";
+        assert_eq!(
+            readme_block(text, README_EXAMPLE, "```python"),
+            Some("import os\nprint(1)\n")
+        );
+        assert_eq!(readme_block("no marker", README_EXAMPLE, "```python"), None);
+    }
+
+    #[test]
+    fn the_readme_carries_the_python_client_example() {
+        let readme = std::fs::read_to_string(crate::tidy::workspace_root().join("README.md"))
+            .expect("README.md is readable");
+        let code = readme_block(&readme, README_EXAMPLE, "```python")
+            .expect("README.md has the marked Python MCP example");
+        assert!(code.contains("X-ACDM-Service-Auth"), "{code}");
+        assert!(code.contains("ACDM_MCP_SERVICE_TOKEN"), "{code}");
+    }
 }
