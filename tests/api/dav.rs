@@ -29,9 +29,8 @@
 //! unless `ACDM_REQUIRE_WEBDAV` is set (CI), where its absence fails them.
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -45,9 +44,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{ADMIN_TOKEN, Options, TOKEN, TestApp, spawn_app};
 
-/// The WebDAV user and password.
-pub(crate) const DAV_USER: &str = "u";
-pub(crate) const DAV_PASSWORD: &str = "p";
+pub(crate) use acdm_test_support::{DAV_PASSWORD, DAV_USER, Wsgidav};
 /// The user id, thread id and agents every `nc` call is made with.
 pub(crate) const USER: &str = "u-1";
 pub(crate) const THREAD: &str = "t-1";
@@ -68,116 +65,6 @@ pub(crate) const WRITE_METHODS: &[&str] = &[
     "POST",
     "PATCH",
 ];
-
-// ---------------------------------------------------------------------------
-// wsgidav
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wsgidav_binary() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("ACDM_WSGIDAV") {
-        return Some(PathBuf::from(path));
-    }
-    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.test-tools/venv/bin/wsgidav");
-    local.is_file().then_some(local)
-}
-
-/// A running wsgidav serving a temporary folder at
-/// `/remote.php/dav/files/u` (basic auth `u`/`p`).
-pub(crate) struct Wsgidav {
-    pub(crate) addr: SocketAddr,
-    /// The folder it serves: the user's home, `/` in WebDAV paths.
-    pub(crate) root: PathBuf,
-    child: Child,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Wsgidav {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            // The server's side of a failure: its last log lines.
-            let log =
-                std::fs::read_to_string(self.dir.path().join("wsgidav.log")).unwrap_or_default();
-            let lines: Vec<&str> = log.lines().collect();
-            let tail = lines
-                .get(lines.len().saturating_sub(60)..)
-                .unwrap_or_default();
-            eprintln!("--- wsgidav log (last lines) ---\n{}", tail.join("\n"));
-        }
-    }
-}
-
-impl Wsgidav {
-    /// Starts wsgidav, or says why not (`None`) when it is not installed
-    /// and `ACDM_REQUIRE_WEBDAV` is not set.
-    pub(crate) async fn start() -> Option<Self> {
-        let Some(binary) = wsgidav_binary() else {
-            assert!(
-                std::env::var_os("ACDM_REQUIRE_WEBDAV").is_none(),
-                "ACDM_REQUIRE_WEBDAV is set but wsgidav is not installed; run `cargo xtask setup`"
-            );
-            eprintln!("wsgidav is not installed (cargo xtask setup): this test is skipped");
-            return None;
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("home");
-        std::fs::create_dir_all(&root).unwrap();
-        for _ in 0..5 {
-            let port = free_port();
-            let config = dir.path().join("wsgidav.yaml");
-            std::fs::write(
-                &config,
-                format!(
-                    "host: 127.0.0.1\nport: {port}\nserver: cheroot\nverbose: 1\n\
-                     server_args:\n  numthreads: 96\n\
-                     provider_mapping:\n  \"/remote.php/dav/files/{DAV_USER}\": \"{}\"\n\
-                     simple_dc:\n  user_mapping:\n    \"*\":\n      \"{DAV_USER}\":\n        password: \"{DAV_PASSWORD}\"\n\
-                     http_authenticator:\n  domain_controller: null\n  accept_basic: true\n  accept_digest: false\n  default_to_digest: false\n\
-                     lock_storage: true\nproperty_manager: true\ndir_browser:\n  enable: false\n",
-                    root.display()
-                ),
-            )
-            .unwrap();
-            let log = std::fs::File::create(dir.path().join("wsgidav.log")).unwrap();
-            let mut child = Command::new(&binary)
-                .arg("--config")
-                .arg(&config)
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().unwrap())
-                .stderr(log)
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
-            let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-            let started = Instant::now();
-            while started.elapsed() < Duration::from_secs(30) {
-                if child.try_wait().unwrap().is_some() {
-                    break; // exited: probably the port was taken; try another
-                }
-                if tokio::net::TcpStream::connect(addr).await.is_ok() {
-                    return Some(Self {
-                        addr,
-                        root,
-                        child,
-                        dir,
-                    });
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let log = std::fs::read_to_string(dir.path().join("wsgidav.log")).unwrap_or_default();
-        panic!("wsgidav did not start:\n{log}");
-    }
-}
 
 // ---------------------------------------------------------------------------
 // The recording proxy

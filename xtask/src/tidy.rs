@@ -30,6 +30,8 @@ const ALLOWED_EDGES: &[(&str, &[&str])] = &[
     ("acdm-mcp", &["acdm-core", "acdm-sources"]),
     ("acdm-bff", &["acdm-core", "acdm-sources", "acdm-store"]),
     ("acdm-harness-client", &["acdm-core"]),
+    // Test support is a dev-dependency only: no member may list it here.
+    ("acdm-test-support", &[]),
     ("acdm-tool", &["acdm-core", "acdm-harness-client"]),
     (
         "acdm-backend",

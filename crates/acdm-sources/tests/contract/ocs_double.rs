@@ -571,24 +571,8 @@ fn xml_escape(text: &str) -> String {
 
 /// Standard base64 (padding optional); `None` on any other character.
 fn base64_decode(input: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(input.len() / 4 * 3);
-    let mut buffer: u32 = 0;
-    let mut bits = 0u32;
-    for c in input.trim_end_matches('=').bytes() {
-        let value = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        buffer = ((buffer << 6) | u32::from(value)) & 0x00ff_ffff;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(u8::try_from((buffer >> bits) & 0xff).ok()?);
-        }
-    }
-    Some(out)
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(input.trim_end_matches('='))
+        .ok()
 }
