@@ -27,8 +27,12 @@ const ALLOWED_EDGES: &[(&str, &[&str])] = &[
     ("acdm-core", &[]),
     ("acdm-sources", &["acdm-core"]),
     ("acdm-store", &["acdm-core"]),
+    ("acdm-journal", &["acdm-core", "acdm-sources", "acdm-store"]),
     ("acdm-mcp", &["acdm-core", "acdm-sources"]),
-    ("acdm-bff", &["acdm-core", "acdm-sources", "acdm-store"]),
+    (
+        "acdm-bff",
+        &["acdm-core", "acdm-sources", "acdm-store", "acdm-journal"],
+    ),
     ("acdm-harness-client", &["acdm-core"]),
     // Test support is a dev-dependency only: no member may list it here.
     ("acdm-test-support", &[]),
@@ -39,6 +43,7 @@ const ALLOWED_EDGES: &[(&str, &[&str])] = &[
             "acdm-core",
             "acdm-sources",
             "acdm-store",
+            "acdm-journal",
             "acdm-mcp",
             "acdm-bff",
             "acdm-harness-client",
@@ -47,16 +52,20 @@ const ALLOWED_EDGES: &[(&str, &[&str])] = &[
     ("xtask", &[]),
 ];
 
-/// Crates that must not appear in one workspace crate's dependency closure.
+/// Crates that one workspace crate must not depend on: anywhere in its
+/// (normal and build) dependency closure, or directly.
 struct ForbiddenRule {
-    /// The workspace crate whose closure is checked.
+    /// The workspace crate whose dependencies are checked.
     root: &'static str,
-    /// Forbidden package names.
+    /// Package names forbidden anywhere in the closure.
     names: &'static [&'static str],
-    /// Forbidden package-name prefixes.
+    /// Package-name prefixes forbidden anywhere in the closure.
     prefixes: &'static [&'static str],
     /// Whether every other workspace member is forbidden too.
     other_members: bool,
+    /// Package names forbidden as direct dependencies (allowed further
+    /// down, behind a crate whose job they are).
+    direct: &'static [&'static str],
 }
 
 /// acdm-core is pure: no async runtime, HTTP, MCP or database crates, and no
@@ -74,6 +83,7 @@ const CORE_RULE: ForbiddenRule = ForbiddenRule {
     ],
     prefixes: &["sqlx"],
     other_members: true,
+    direct: &[],
 };
 
 /// acdm-harness-client is embedded in the agent engine: it may speak HTTP
@@ -88,11 +98,60 @@ const HARNESS_CLIENT_RULE: ForbiddenRule = ForbiddenRule {
         "acdm-mcp",
         "acdm-sources",
         "acdm-store",
+        "acdm-journal",
         "acdm-backend",
     ],
     prefixes: &["sqlx"],
     other_members: false,
+    direct: &[],
 };
+
+/// The rest of the table: each crate's absences, as docs/architecture.md
+/// states them.
+const LAYER_RULES: [ForbiddenRule; 5] = [
+    // acdm-sources knows nothing of the HTTP server, MCP or the database.
+    ForbiddenRule {
+        root: "acdm-sources",
+        names: &["axum", "axum-core", "rmcp", "acdm-store"],
+        prefixes: &["sqlx"],
+        other_members: false,
+        direct: &[],
+    },
+    // acdm-store: no HTTP (client or server), no MCP.
+    ForbiddenRule {
+        root: "acdm-store",
+        names: &["axum", "axum-core", "hyper", "reqwest", "rmcp"],
+        prefixes: &[],
+        other_members: false,
+        direct: &[],
+    },
+    // acdm-journal: no HTTP framework, no MCP; no SQL and no upstream
+    // protocol of its own (it drives the store and the file-store port).
+    ForbiddenRule {
+        root: "acdm-journal",
+        names: &["axum", "axum-core", "rmcp"],
+        prefixes: &[],
+        other_members: false,
+        direct: &["sqlx", "reqwest", "quick-xml"],
+    },
+    // acdm-mcp: an adapter over the sources; no database, no BFF.
+    ForbiddenRule {
+        root: "acdm-mcp",
+        names: &["acdm-store", "acdm-journal", "acdm-bff"],
+        prefixes: &["sqlx"],
+        other_members: false,
+        direct: &[],
+    },
+    // acdm-bff: no SQL and no upstream protocol (through the store, the
+    // journal and the ports only); does not depend on the MCP server.
+    ForbiddenRule {
+        root: "acdm-bff",
+        names: &["rmcp", "acdm-mcp"],
+        prefixes: &[],
+        other_members: false,
+        direct: &["sqlx", "reqwest", "quick-xml"],
+    },
+];
 
 /// Text that reads or writes the process environment (check c).
 const ENV_PATTERNS: &[&str] = &[
@@ -153,6 +212,10 @@ pub(crate) const CHECKS: &[Check] = &[
     Check {
         name: "acdm-harness-client depends on no server crates",
         run: check_harness_client_closure,
+    },
+    Check {
+        name: "every crate keeps out the crates its layer forbids",
+        run: check_layer_rules,
     },
     Check {
         name: "no library crate reads the environment",
@@ -274,8 +337,20 @@ fn check_harness_client_closure(cx: &Context) -> Vec<String> {
     }
 }
 
+/// Check b for the other layers ([`LAYER_RULES`]).
+fn check_layer_rules(cx: &Context) -> Vec<String> {
+    match cx.metadata() {
+        Ok(metadata) => LAYER_RULES
+            .iter()
+            .flat_map(|rule| forbidden_violations(metadata, rule))
+            .collect(),
+        Err(violations) => violations,
+    }
+}
+
 /// The forbidden packages in `rule.root`'s normal+build dependency closure,
-/// each with one chain of crate names showing how it got in.
+/// each with one chain of crate names showing how it got in, and its
+/// forbidden direct dependencies.
 ///
 /// The closure comes from cargo's `resolve` graph, which unifies features
 /// across the whole workspace: an optional dependency enabled by another
@@ -313,6 +388,17 @@ fn forbidden_violations(metadata: &Metadata, rule: &ForbiddenRule) -> Vec<String
             found.insert(name, chain);
         }
     }
+    let direct = root
+        .dependencies
+        .iter()
+        .filter(|dep| is_normal_or_build(dep.kind.as_deref()))
+        .filter(|dep| rule.direct.contains(&dep.name.as_str()))
+        .map(|dep| {
+            format!(
+                "{} depends directly on `{}`, which its layer leaves to another crate",
+                rule.root, dep.name
+            )
+        });
     found
         .into_iter()
         .map(|(name, chain)| {
@@ -322,6 +408,7 @@ fn forbidden_violations(metadata: &Metadata, rule: &ForbiddenRule) -> Vec<String
                 chain.join(" -> ")
             )
         })
+        .chain(direct)
         .collect()
 }
 

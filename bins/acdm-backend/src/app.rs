@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use acdm_bff::admin::{self, AdminState};
 use acdm_bff::envelope::failure;
-use acdm_bff::journal::Journal;
 use acdm_bff::nc::{NcLimits, NcState};
 use acdm_bff::switch::KillSwitch;
 use acdm_core::{ErrorCode, ScopeResolver, TokenDigest};
+use acdm_journal::Journal;
 use acdm_mcp::{McpMetrics, McpSettings, ReadLimits};
 use acdm_sources::gitlab::{GitLabConfig, GitLabWiki};
 use acdm_sources::http::HttpClient;

@@ -10,10 +10,9 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
-use acdm_bff::journal::Journal;
-use acdm_bff::pipeline::with_actor;
 use acdm_bff::switch::KillSwitch;
 use acdm_core::events::{Actor, EventId};
+use acdm_journal::Journal;
 
 use crate::app::open_store;
 use crate::config::Config;
@@ -393,7 +392,8 @@ async fn events(
             let id: EventId = parse("event id", &id, str::parse)?;
             let user = parse("user id", &user, UserId::parse)?;
             let journal = journal(config, store)?;
-            let revert = with_actor(Actor::direct(user), journal.revert(id, None))
+            let revert = journal
+                .revert(&Actor::direct(user), id, None)
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot revert event {id}: {e}"))?;
             print(&serde_json::json!({ "revert": revert, "reverted": id }))

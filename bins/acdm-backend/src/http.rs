@@ -202,7 +202,7 @@ pub async fn limit_body(State(max): State<usize>, req: Request, next: Next) -> R
 /// panic message is not sent; the panic hook has logged it.
 pub fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
     tracing::error!("a request handler panicked");
-    let mut response = failure(ErrorCode::InternalError, internal_message(None));
+    let mut response = failure(ErrorCode::InternalError, internal_message());
     response.extensions_mut().insert(Outcome("panic"));
     response
 }

@@ -11,22 +11,21 @@ use std::sync::Arc;
 use acdm_core::domain::MemberRole;
 use acdm_core::events::{Actor, EventId, EventStatus};
 use acdm_core::{
-    AbsPath, AgentName, ErrorCode, MountName, ProjectName, ProjectSlug, RequestId, ScopeResolver,
-    TokenDigest, ToolResponse, UserId,
+    AbsPath, AgentName, ErrorCode, MountName, ProjectName, ProjectSlug, ScopeResolver, TokenDigest,
+    ToolResponse, UserId,
 };
+use acdm_journal::Journal;
 use acdm_store::{EventFilter, NC_WRITES_SWITCH, Store};
+use axum::Router;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
-use axum::{Extension, Router};
 use serde::{Deserialize, Serialize};
 
 use crate::envelope::{Envelope, Failure, Outcome, failure};
 use crate::extract::{StrictJson, invalid_field, path_param};
-use crate::journal::Journal;
-use crate::pipeline::with_actor;
 use crate::switch::KillSwitch;
 
 /// What the operator API needs.
@@ -88,6 +87,7 @@ pub fn router(state: AdminState) -> Router {
             state.clone(),
             require_admin_token,
         ))
+        .route_layer(axum::middleware::from_fn(crate::envelope::request_scope))
         .with_state(state)
 }
 
@@ -136,13 +136,6 @@ fn ok<T: Serialize>(data: T, message: impl Into<String>) -> Reply {
     Ok(Envelope(ToolResponse::ok(data, message)).into_response())
 }
 
-fn store_error(
-    error: &acdm_store::StoreError,
-    request_id: Option<&Extension<RequestId>>,
-) -> Failure {
-    Failure::store(error, request_id.map(|e| &e.0))
-}
-
 fn slug_param(raw: &str) -> Result<ProjectSlug, Failure> {
     path_param("slug", raw, ProjectSlug::parse)
 }
@@ -156,41 +149,24 @@ struct CreateProject {
 
 async fn create_project(
     State(state): State<AdminState>,
-    request_id: Option<Extension<RequestId>>,
     StrictJson(body): StrictJson<CreateProject>,
 ) -> Reply {
     let details = state
         .store
         .create_project(&body.slug, &body.name, &state.files_base)
-        .await
-        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+        .await?;
     ok(details, format!("project `{}` created", body.slug))
 }
 
-async fn list_projects(
-    State(state): State<AdminState>,
-    request_id: Option<Extension<RequestId>>,
-) -> Reply {
-    let projects = state
-        .store
-        .list_projects()
-        .await
-        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+async fn list_projects(State(state): State<AdminState>) -> Reply {
+    let projects = state.store.list_projects().await?;
     let message = format!("{} project(s)", projects.len());
     ok(projects, message)
 }
 
-async fn show_project(
-    State(state): State<AdminState>,
-    request_id: Option<Extension<RequestId>>,
-    Path(slug): Path<String>,
-) -> Reply {
+async fn show_project(State(state): State<AdminState>, Path(slug): Path<String>) -> Reply {
     let slug = slug_param(&slug)?;
-    let details = state
-        .store
-        .project(&slug)
-        .await
-        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    let details = state.store.project(&slug).await?;
     ok(details, format!("project `{slug}`"))
 }
 
@@ -210,7 +186,6 @@ struct Changed<T> {
 
 async fn set_member(
     State(state): State<AdminState>,
-    request_id: Option<Extension<RequestId>>,
     Path(slug): Path<String>,
     StrictJson(body): StrictJson<SetMember>,
 ) -> Reply {
@@ -218,8 +193,7 @@ async fn set_member(
     let (member, change) = state
         .store
         .set_member(&slug, &body.user_id, body.role)
-        .await
-        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+        .await?;
     let message = format!("`{}` is {} of `{slug}`", member.user_id, member.role);
     ok(
         Changed {
@@ -232,16 +206,11 @@ async fn set_member(
 
 async fn remove_member(
     State(state): State<AdminState>,
-    request_id: Option<Extension<RequestId>>,
     Path((slug, user_id)): Path<(String, String)>,
 ) -> Reply {
     let slug = slug_param(&slug)?;
     let user_id = path_param("user_id", &user_id, UserId::parse)?;
-    state
-        .store
-        .remove_member(&slug, &user_id)
-        .await
-        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    state.store.remove_member(&slug, &user_id).await?;
     ok(
         serde_json::json!({ "user_id": user_id }),
         format!("`{user_id}` removed from `{slug}`"),
@@ -264,7 +233,6 @@ fn default_writable() -> bool {
 
 async fn set_mount(
     State(state): State<AdminState>,
-    request_id: Option<Extension<RequestId>>,
     Path(slug): Path<String>,
     StrictJson(body): StrictJson<SetMount>,
 ) -> Reply {
@@ -278,8 +246,7 @@ async fn set_mount(
             body.writable,
             &state.files_base,
         )
-        .await
-        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+        .await?;
     let message = format!(
         "mount `{}` of `{slug}` is {} ({})",
         mount.name,
@@ -308,14 +275,12 @@ struct MountAgent {
 
 async fn mount_agent(
     State(state): State<AdminState>,
-    request_id: Option<Extension<RequestId>>,
     StrictJson(body): StrictJson<MountAgent>,
 ) -> Reply {
     let change = state
         .store
         .mount_agent(&body.agent_name, &body.project)
-        .await
-        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+        .await?;
     // Other servers follow through the scope epoch; this one at once.
     state.resolver.invalidate(&body.agent_name);
     let message = match (&change.previous, change.unchanged) {
@@ -329,30 +294,15 @@ async fn mount_agent(
     ok(change, message)
 }
 
-async fn list_agents(
-    State(state): State<AdminState>,
-    request_id: Option<Extension<RequestId>>,
-) -> Reply {
-    let agents = state
-        .store
-        .list_agents()
-        .await
-        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+async fn list_agents(State(state): State<AdminState>) -> Reply {
+    let agents = state.store.list_agents().await?;
     let message = format!("{} active agent mount(s)", agents.len());
     ok(agents, message)
 }
 
-async fn unmount_agent(
-    State(state): State<AdminState>,
-    request_id: Option<Extension<RequestId>>,
-    Path(agent): Path<String>,
-) -> Reply {
+async fn unmount_agent(State(state): State<AdminState>, Path(agent): Path<String>) -> Reply {
     let agent = path_param("agent_name", &agent, AgentName::parse)?;
-    let ended = state
-        .store
-        .unmount_agent(&agent)
-        .await
-        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    let ended = state.store.unmount_agent(&agent).await?;
     state.resolver.invalidate(&agent);
     let message = format!("`{agent}` no longer manages `{}`", ended.project);
     ok(ended, message)
@@ -389,7 +339,6 @@ fn event_id_param(field: &str, raw: &str) -> Result<EventId, Failure> {
 
 async fn list_events(
     State(state): State<AdminState>,
-    request_id: Option<Extension<RequestId>>,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Reply {
     let Query(query) = query.map_err(|e| invalid_field("query", e.body_text()))?;
@@ -424,11 +373,7 @@ async fn list_events(
             .transpose()?,
         limit,
     };
-    let events = state
-        .store
-        .list_events(&filter)
-        .await
-        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    let events = state.store.list_events(&filter).await?;
     let next_before = (events.len() == limit as usize)
         .then(|| events.last().map(|e| e.id))
         .flatten();
@@ -439,17 +384,9 @@ async fn list_events(
     )
 }
 
-async fn show_event(
-    State(state): State<AdminState>,
-    request_id: Option<Extension<RequestId>>,
-    Path(id): Path<String>,
-) -> Reply {
+async fn show_event(State(state): State<AdminState>, Path(id): Path<String>) -> Reply {
     let id = event_id_param("id", &id)?;
-    let event = state
-        .store
-        .event(id)
-        .await
-        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+    let event = state.store.event(id).await?;
     let message = format!(
         "event {id}: {} {} ({})",
         event.op, event.target, event.status
@@ -465,21 +402,14 @@ struct RevertBody {
 
 async fn revert_event(
     State(state): State<AdminState>,
-    request_id: Option<Extension<RequestId>>,
     Path(id): Path<String>,
     StrictJson(body): StrictJson<RevertBody>,
 ) -> Reply {
     let id = event_id_param("id", &id)?;
-    let revert = with_actor(
-        Actor::direct(body.user_id.clone()),
-        state.journal.revert(id, None),
-    )
-    .await
-    .map_err(|e| {
-        Failure::journal(e, request_id.as_ref().map(|e| &e.0), |source| {
-            Failure::new(source.code(), source.to_string())
-        })
-    })?;
+    let revert = state
+        .journal
+        .revert(&Actor::direct(body.user_id.clone()), id, None)
+        .await?;
     tracing::warn!(event = %id, revert = %revert.id, user = %body.user_id, "storage event reverted by an operator");
     let message = format!(
         "event {id} reverted by event {} ({})",
@@ -491,15 +421,8 @@ async fn revert_event(
     )
 }
 
-async fn show_kill_switch(
-    State(state): State<AdminState>,
-    request_id: Option<Extension<RequestId>>,
-) -> Reply {
-    let row = state
-        .switch
-        .refresh(&state.store)
-        .await
-        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+async fn show_kill_switch(State(state): State<AdminState>) -> Reply {
+    let row = state.switch.refresh(&state.store).await?;
     let report = state.switch.report(row);
     let message = if report.nc_writes_enabled {
         "agents' file writes are enabled".to_owned()
@@ -524,7 +447,6 @@ struct SetKillSwitch {
 
 async fn set_kill_switch(
     State(state): State<AdminState>,
-    request_id: Option<Extension<RequestId>>,
     StrictJson(body): StrictJson<SetKillSwitch>,
 ) -> Reply {
     if body.nc_writes_enabled && !state.switch.environment() {
@@ -549,13 +471,8 @@ async fn set_kill_switch(
             changed_by,
             body.reason.as_deref(),
         )
-        .await
-        .map_err(|e| store_error(&e, request_id.as_ref()))?;
-    let row = state
-        .switch
-        .refresh(&state.store)
-        .await
-        .map_err(|e| store_error(&e, request_id.as_ref()))?;
+        .await?;
+    let row = state.switch.refresh(&state.store).await?;
     tracing::warn!(
         nc_writes_enabled = body.nc_writes_enabled,
         changed_by,

@@ -1,17 +1,38 @@
 //! Sending a [`ToolResponse`] over HTTP: the status comes from the code,
 //! the body is always the envelope, and internal details go to the log,
-//! never to the caller. This is the one place errors of the layers below
-//! are mapped to codes.
+//! never to the caller.
+//!
+//! This is the one place errors of the layers below become envelopes:
+//! every lower error knows its code (`StoreError::code`,
+//! `SourceError::code`, `JournalError::code`), and the `From` impls here
+//! turn it into a [`Failure`] — choosing what the caller may read and
+//! logging the rest — so handlers simply use `?`. The request id that an
+//! `internal_error` names is added here too, from [`request_scope`].
 
-use acdm_core::{ErrorCode, RequestId, ToolResponse};
+use acdm_core::{ErrorCode, RequestId, ScopeError, ToolResponse};
+use acdm_journal::JournalError;
 use acdm_sources::SourceError;
 use acdm_store::StoreError;
 use axum::Json;
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::journal::JournalError;
+tokio::task_local! {
+    /// The id of the request being handled, for `internal_error` messages.
+    static REQUEST_ID: RequestId;
+}
+
+/// Middleware: makes the request's id (set by the binary's request-id
+/// layer) the one [`internal_message`] names, for the whole handler.
+pub async fn request_scope(req: Request, next: Next) -> Response {
+    match req.extensions().get::<RequestId>().cloned() {
+        Some(id) => REQUEST_ID.scope(id, next.run(req)).await,
+        None => next.run(req).await,
+    }
+}
 
 /// Why a request was refused before a handler ran (`service_auth_failed`,
 /// `admin_auth_failed`, …), set as a response extension so the request
@@ -66,31 +87,6 @@ impl Failure {
         Self(Box::new(self.0.with_data(value)))
     }
 
-    /// The failure a store error maps to (logged when the caller does not
-    /// see the detail).
-    pub fn store(error: &StoreError, request_id: Option<&RequestId>) -> Self {
-        Self(Box::new(store_failure(error, request_id)))
-    }
-
-    /// The failure a journal error maps to. File-store errors are worded
-    /// by `source`, since only the caller knows how to show their paths.
-    pub fn journal(
-        error: JournalError,
-        request_id: Option<&RequestId>,
-        source: impl FnOnce(&SourceError) -> Failure,
-    ) -> Self {
-        match error {
-            JournalError::Store(e) => Self::store(&e, request_id),
-            JournalError::Source(e) => source(&e),
-            JournalError::Conflict(message) => Self::new(ErrorCode::Conflict, message),
-            JournalError::NotFound(message) => Self::new(ErrorCode::NotFound, message),
-            error @ (JournalError::NoActor | JournalError::Crashed(_)) => {
-                tracing::error!(error = %error, "journal refused");
-                Self::new(ErrorCode::InternalError, internal_message(request_id))
-            }
-        }
-    }
-
     /// The envelope.
     pub fn envelope(&self) -> &ToolResponse<serde_json::Value> {
         &self.0
@@ -111,34 +107,90 @@ pub fn failure(code: ErrorCode, message: impl Into<String>) -> Response {
     Failure::new(code, message).into_response()
 }
 
-/// The message for an `internal_error`: no detail, but the request id an
-/// operator can search the logs for.
-pub fn internal_message(request_id: Option<&RequestId>) -> String {
-    match request_id {
-        Some(id) => format!(
-            "internal error; an operator can find the details in the server logs under request id {id}"
-        ),
-        None => "internal error; an operator can find the details in the server logs".to_owned(),
+/// The message for an `internal_error`: no detail, but the id of the
+/// request being handled (see [`request_scope`]), which an operator can
+/// search the logs for.
+pub fn internal_message() -> String {
+    REQUEST_ID
+        .try_with(|id| {
+            format!(
+                "internal error; an operator can find the details in the server logs under request id {id}"
+            )
+        })
+        .unwrap_or_else(|_| {
+            "internal error; an operator can find the details in the server logs".to_owned()
+        })
+}
+
+impl From<StoreError> for Failure {
+    /// What the caller may read of a store error: the record not found or
+    /// the conflict; anything else is logged and answered generically.
+    fn from(error: StoreError) -> Self {
+        let code = error.code();
+        match code {
+            ErrorCode::NotFound | ErrorCode::Conflict => Self::new(code, error.to_string()),
+            ErrorCode::ServiceUnavailable => {
+                tracing::warn!(error = %error_chain(&error), "database unavailable");
+                Self::new(code, "the backend's database is unavailable right now")
+            }
+            _ => {
+                tracing::error!(error = %error_chain(&error), "store error");
+                Self::new(ErrorCode::InternalError, internal_message())
+            }
+        }
     }
 }
 
-/// Maps a store error to its envelope, logging what the caller does not see.
-pub fn store_failure<T>(error: &StoreError, request_id: Option<&RequestId>) -> ToolResponse<T> {
-    match error {
-        StoreError::NotFound { .. } => {
-            ToolResponse::failure(ErrorCode::NotFound, error.to_string())
+impl From<SourceError> for Failure {
+    /// A file-store or wiki error in its own words (they never carry a URL,
+    /// a body or a credential).
+    fn from(error: SourceError) -> Self {
+        let message = error.to_string();
+        Self::source(&error, message)
+    }
+}
+
+impl Failure {
+    /// A source error with its code, in `message`'s words (a caller that
+    /// knows how to show the paths involved); upstream faults are logged.
+    pub fn source(error: &SourceError, message: impl Into<String>) -> Self {
+        let code = error.code();
+        if matches!(code, ErrorCode::UpstreamError | ErrorCode::UpstreamTimeout) {
+            tracing::warn!(error = %error_chain(error), "upstream failed");
         }
-        StoreError::Conflict(_) => ToolResponse::failure(ErrorCode::Conflict, error.to_string()),
-        StoreError::Unavailable(_) => {
-            tracing::warn!(error = %error_chain(error), "database unavailable");
-            ToolResponse::failure(
-                ErrorCode::ServiceUnavailable,
-                "the backend's database is unavailable right now",
-            )
+        Self::new(code, message)
+    }
+}
+
+impl From<JournalError> for Failure {
+    fn from(error: JournalError) -> Self {
+        match error {
+            JournalError::Store(e) => e.into(),
+            JournalError::Source(e) => e.into(),
+            JournalError::Conflict(message) => Self::new(ErrorCode::Conflict, message),
+            JournalError::NotFound(message) => Self::new(ErrorCode::NotFound, message),
+            error @ JournalError::Crashed(_) => {
+                tracing::error!(error = %error, "journal stopped");
+                Self::new(ErrorCode::InternalError, internal_message())
+            }
         }
-        _ => {
-            tracing::error!(error = %error_chain(error), "store error");
-            ToolResponse::failure(ErrorCode::InternalError, internal_message(request_id))
+    }
+}
+
+impl From<ScopeError> for Failure {
+    fn from(error: ScopeError) -> Self {
+        match error {
+            ScopeError::NotProvisioned { agent } => Self::new(
+                ErrorCode::ScopeViolation,
+                format!("agent {agent} is not a provisioned project manager"),
+            ),
+            error @ ScopeError::Directory(_) => {
+                tracing::warn!(error = %error_chain(&error), "scope resolution failed");
+                Self::new(
+                    ErrorCode::ServiceUnavailable,
+                    "the backend cannot resolve this agent's project right now",
+                )
+            }
         }
     }
 }
@@ -173,34 +225,34 @@ mod tests {
         assert_eq!(v["success"], false);
     }
 
-    #[test]
-    fn store_errors_map_to_stable_codes_without_internal_text() {
+    fn code_of(failure: Failure) -> Option<ErrorCode> {
+        failure.envelope().error_code()
+    }
+
+    #[tokio::test]
+    async fn store_errors_map_to_stable_codes_without_internal_text() {
         let id = RequestId::parse("req-1").unwrap();
         let not_found = StoreError::NotFound {
             what: "project",
             key: "x".into(),
         };
-        assert_eq!(
-            store_failure::<()>(&not_found, None).error_code(),
-            Some(ErrorCode::NotFound)
-        );
+        assert_eq!(code_of(not_found.into()), Some(ErrorCode::NotFound));
         let conflict = StoreError::Conflict("taken".into());
-        assert_eq!(
-            store_failure::<()>(&conflict, None).error_code(),
-            Some(ErrorCode::Conflict)
-        );
+        assert_eq!(code_of(conflict.into()), Some(ErrorCode::Conflict));
         let down = StoreError::Unavailable(sqlx::Error::PoolTimedOut);
-        assert_eq!(
-            store_failure::<()>(&down, None).error_code(),
-            Some(ErrorCode::ServiceUnavailable)
-        );
-        let corrupt = StoreError::Corrupt {
+        assert_eq!(code_of(down.into()), Some(ErrorCode::ServiceUnavailable));
+        let corrupt = || StoreError::Corrupt {
             table: "projects",
             detail: "SQLSTATE 42P01 secret".into(),
         };
-        let r = store_failure::<()>(&corrupt, Some(&id));
+        let inside = REQUEST_ID
+            .scope(id, async { Failure::from(corrupt()) })
+            .await;
+        let r = inside.envelope();
         assert_eq!(r.error_code(), Some(ErrorCode::InternalError));
         assert!(!r.message().contains("SQLSTATE"), "{}", r.message());
-        assert!(r.message().contains("req-1"));
+        assert!(r.message().contains("req-1"), "{}", r.message());
+        let outside = Failure::from(corrupt());
+        assert!(!outside.envelope().message().contains("req-1"));
     }
 }

@@ -4,12 +4,11 @@
 //!   the one mapping of lower-layer errors to codes;
 //! - [`extract`]: strict JSON bodies and path parameters that fail with a
 //!   `validation_error` naming the field;
-//! - [`pipeline`]: identity headers → the via_agent actor in task-local
-//!   context → scope resolution, in front of every `/agent-tools` route;
-//! - [`nc`]: the seven file primitives at `/agent-tools/nc/{op}`;
-//! - [`journal`]: the reversible storage substrate — every write recorded
-//!   as an event, what it replaces kept in the trash, reverts, and the
-//!   reconciler that settles events a crash left pending;
+//! - [`pipeline`]: identity headers → scope resolution, in front of every
+//!   `/agent-tools` route; the caller (and so the via_agent actor) as a
+//!   request extension;
+//! - [`nc`]: the seven file primitives at `/agent-tools/nc/{op}`, writing
+//!   through the journal (`acdm-journal`) with the caller's actor;
 //! - [`switch`]: the kill switch for agents' file writes;
 //! - [`admin`]: the operator API at `/admin`.
 //!
@@ -22,7 +21,6 @@
 pub mod admin;
 pub mod envelope;
 pub mod extract;
-pub mod journal;
 pub mod nc;
 pub mod pipeline;
 pub mod switch;
@@ -32,11 +30,14 @@ use std::sync::Arc;
 use acdm_core::ScopeResolver;
 use axum::Router;
 
-/// Every `/agent-tools` route behind the agent pipeline (identity, actor,
-/// scope). The service gate runs before it, in the binary.
+/// Every `/agent-tools` route behind the agent pipeline (identity, scope)
+/// and the request-id scope of its failures. The service gate runs before
+/// it, in the binary.
 pub fn agent_tools(nc: nc::NcState, resolver: Arc<ScopeResolver>) -> Router {
-    nc::routes(nc).route_layer(axum::middleware::from_fn_with_state(
-        resolver,
-        pipeline::agent_pipeline,
-    ))
+    nc::routes(nc)
+        .route_layer(axum::middleware::from_fn_with_state(
+            resolver,
+            pipeline::agent_pipeline,
+        ))
+        .route_layer(axum::middleware::from_fn(envelope::request_scope))
 }

@@ -10,13 +10,14 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use acdm_core::domain::{DEFAULT_MOUNT, Mount};
-use acdm_core::events::{TRASH_FOLDER, trash_root};
+use acdm_core::events::{Actor, TRASH_FOLDER, trash_root};
 use acdm_core::nc::{
     DeleteData, DeleteRequest, Encoding, EntryInfo, HitInfo, ListData, ListMountsRequest,
-    ListRequest, MountInfo, MountsData, MoveData, MoveRequest, PreviewEntry, ReadData, ReadRequest,
-    SearchData, SearchRequest, WriteData, WriteRequest,
+    ListRequest, MountInfo, MountsData, MoveData, MoveRequest, NcOp, PreviewEntry, ReadData,
+    ReadRequest, SearchData, SearchRequest, WriteData, WriteRequest,
 };
-use acdm_core::{AbsPath, ErrorCode, MountName, RelPath, RequestId, ToolResponse};
+use acdm_core::{AbsPath, ErrorCode, MountName, RelPath, ToolResponse};
+use acdm_journal::{Journal, JournalError, Record};
 use acdm_sources::render::render;
 use acdm_sources::{ETag, Entry, FileSearch, FileStore, ReadRange, SourceError};
 use acdm_store::Store;
@@ -30,13 +31,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::envelope::{Envelope, Failure, error_chain};
+use crate::envelope::{Envelope, Failure};
 use crate::extract::{StrictJson, invalid_field};
-use crate::journal::{Journal, JournalError};
 use crate::pipeline::Caller;
 use crate::switch::KillSwitch;
-
-pub use acdm_core::nc::OPS;
 
 /// Bounds of the nc operations.
 #[derive(Debug, Clone, Copy)]
@@ -101,11 +99,11 @@ pub(crate) fn routes(state: NcState) -> Router {
         .with_state(state)
 }
 
-/// One call: the state, the caller, and the request id for messages.
+/// One call: the state, the caller and the actor its writes record.
 struct Ctx {
     state: NcState,
+    actor: Actor,
     caller: Caller,
-    request_id: Option<RequestId>,
 }
 
 type Reply = Result<Response, Failure>;
@@ -118,33 +116,29 @@ async fn dispatch(
     State(state): State<NcState>,
     Path(op): Path<String>,
     Extension(caller): Extension<Caller>,
-    request_id: Option<Extension<RequestId>>,
     req: Request,
 ) -> Response {
-    let Some(op) = OPS.iter().find(|known| **known == op) else {
-        return Failure::new(
-            ErrorCode::NotFound,
-            format!(
-                "no nc operation `{op}`; the operations are: {}",
-                OPS.join(", ")
-            ),
-        )
-        .into_response();
+    let op = match op.parse::<NcOp>() {
+        Ok(op) => op,
+        Err(unknown) => {
+            return Failure::new(ErrorCode::NotFound, unknown.to_string()).into_response();
+        }
     };
-    tracing::Span::current().record("op", format!("nc.{op}"));
+    tracing::Span::current().record("op", format!("{}.{op}", NcOp::FAMILY));
     let ctx = Ctx {
         state,
+        actor: caller.actor(),
         caller,
-        request_id: request_id.map(|Extension(id)| id),
     };
-    let reply = match *op {
-        "list_mounts" => ctx.list_mounts(body(req).await).await,
-        "list" => ctx.list(body(req).await).await,
-        "read" => ctx.read(body(req).await).await,
-        "search" => ctx.search(body(req).await).await,
-        "write" => ctx.write(body(req).await).await,
-        "delete" => ctx.delete(body(req).await).await,
-        _ => ctx.move_item(body(req).await).await,
+    // Exhaustive: an operation without a handler does not compile.
+    let reply = match op {
+        NcOp::ListMounts => ctx.list_mounts(body(req).await).await,
+        NcOp::List => ctx.list(body(req).await).await,
+        NcOp::Read => ctx.read(body(req).await).await,
+        NcOp::Search => ctx.search(body(req).await).await,
+        NcOp::Write => ctx.write(body(req).await).await,
+        NcOp::Delete => ctx.delete(body(req).await).await,
+        NcOp::Move => ctx.move_item(body(req).await).await,
     };
     // A failure names its code as the span's outcome; a success is `ok`
     // by the request span's own default.
@@ -161,11 +155,11 @@ async fn body<T: DeserializeOwned>(req: Request) -> Result<T, Failure> {
 
 impl Ctx {
     async fn mounts(&self) -> Result<Vec<Mount>, Failure> {
-        self.state
+        Ok(self
+            .state
             .store
             .project_mounts(self.caller.project.id)
-            .await
-            .map_err(|e| Failure::store(&e, self.request_id.as_ref()))
+            .await?)
     }
 
     async fn mount(&self, name: Option<&str>) -> Result<Mount, Failure> {
@@ -236,33 +230,37 @@ impl Ctx {
         trash_root(self.state.journal.files_base()).contains(abs)
     }
 
-    /// A failure for a file-store error about `shown` (mount-relative).
-    fn source_failure(&self, error: &SourceError, mount: &Mount, shown: &str) -> Failure {
-        let code = error.code();
-        let message = match error {
+    /// A failure for a file-store error about `shown` (mount-relative), in
+    /// words that show the caller's own path instead of the store's
+    /// absolute one.
+    fn source_failure(&self, error: SourceError, mount: &Mount, shown: &str) -> Failure {
+        let message = match &error {
             SourceError::NotFound(_) => {
                 format!("`{shown}` does not exist in mount `{}`", mount.name)
             }
             SourceError::PreconditionFailed(_) => {
                 format!("`{shown}` changed or already exists; read it again and retry")
             }
-            other => {
-                // Our own words, but with the store's absolute paths; show
-                // them relative to the mount.
-                let text = other.to_string().replace(&mount.root.as_prefix(), "");
-                if matches!(code, ErrorCode::UpstreamError | ErrorCode::UpstreamTimeout) {
-                    tracing::warn!(error = %error_chain(error), "file store failed");
-                }
-                text
-            }
+            other => other.to_string().replace(&mount.root.as_prefix(), ""),
         };
-        Failure::new(code, message)
+        Failure::source(&error, message)
     }
 
     fn journal_failure(&self, error: JournalError, mount: &Mount, shown: &str) -> Failure {
-        Failure::journal(error, self.request_id.as_ref(), |e| {
-            self.source_failure(e, mount, shown)
-        })
+        match error {
+            JournalError::Source(e) => self.source_failure(e, mount, shown),
+            other => other.into(),
+        }
+    }
+
+    /// What a write of this call records: the caller's actor and project.
+    fn record(&self, target: String, params: serde_json::Value) -> Record<'_> {
+        Record {
+            actor: &self.actor,
+            project: &self.caller.project,
+            target,
+            params,
+        }
     }
 
     fn target(mount: &Mount, rel: &RelPath) -> String {
@@ -312,7 +310,7 @@ impl Ctx {
                 ErrorCode::Conflict,
                 format!("`{shown}` is a file, not a folder; read it instead"),
             ),
-            other => self.source_failure(&other, &mount, &shown),
+            other => self.source_failure(other, &mount, &shown),
         })?;
         let visible: Vec<&Entry> = entries.iter().filter(|e| !self.hidden(&e.path)).collect();
         let truncated = visible.len() > self.state.limits.max_list_entries;
@@ -357,7 +355,7 @@ impl Ctx {
                 ErrorCode::Conflict,
                 format!("`{shown}` is a folder; list it instead"),
             ),
-            other => self.source_failure(&other, &mount, &shown),
+            other => self.source_failure(other, &mount, &shown),
         };
         let stream = self
             .state
@@ -419,7 +417,7 @@ impl Ctx {
                 .search
                 .search(query, limit as usize, &mount.root)
                 .await
-                .map_err(|e| self.source_failure(&e, mount, query))?;
+                .map_err(|e| self.source_failure(e, mount, query))?;
             for hit in found {
                 if hits.len() >= limit as usize {
                     break;
@@ -477,12 +475,10 @@ impl Ctx {
             .state
             .journal
             .write(
-                &self.caller.project,
-                target,
+                self.record(target, params),
                 &abs,
                 content,
                 if_match.as_ref(),
-                params,
             )
             .await
             .map_err(|e| self.journal_failure(e, &mount, &shown))?;
@@ -529,7 +525,7 @@ impl Ctx {
         let event = self
             .state
             .journal
-            .delete(&self.caller.project, target, &abs, params)
+            .delete(self.record(target, params), &abs)
             .await
             .map_err(|e| self.journal_failure(e, &mount, &shown))?;
         ok(
@@ -558,7 +554,7 @@ impl Ctx {
             .files
             .stat(abs)
             .await
-            .map_err(|e| self.source_failure(&e, mount, &shown))?;
+            .map_err(|e| self.source_failure(e, mount, &shown))?;
         let max = self.state.limits.max_delete_preview;
         let mut found = vec![root];
         let mut folders: VecDeque<AbsPath> = found
@@ -573,7 +569,7 @@ impl Ctx {
                 .files
                 .list(&folder)
                 .await
-                .map_err(|e| self.source_failure(&e, mount, &shown))?;
+                .map_err(|e| self.source_failure(e, mount, &shown))?;
             for child in children.into_iter().filter(|c| !self.hidden(&c.path)) {
                 if found.len() >= max {
                     truncated = true;
@@ -639,14 +635,7 @@ impl Ctx {
         let (event, overwritten) = self
             .state
             .journal
-            .move_to(
-                &self.caller.project,
-                target,
-                &from,
-                &to,
-                body.overwrite,
-                params,
-            )
+            .move_to(self.record(target, params), &from, &to, body.overwrite)
             .await
             .map_err(|e| self.journal_failure(e, &mount, &shown))?;
         ok(

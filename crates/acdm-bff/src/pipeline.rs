@@ -1,39 +1,25 @@
 //! The pipeline every `/agent-tools` request goes through after the service
-//! gate (spec §6): identity headers → the via_agent actor in task-local
-//! context → scope resolution (agent → project) → handler.
+//! gate (spec §6): identity headers → scope resolution (agent → project) →
+//! handler, with the [`Caller`] as a request extension.
 //!
-//! The actor is never an argument a handler could forget or forge: it is
-//! set here for the whole request task, and the journal reads it when it
-//! records an event. The project is never taken from the request: it is
-//! resolved from the agent's name, so the LLM cannot choose another one.
+//! The via_agent actor comes from the caller's identity ([`Caller::actor`])
+//! and every journalled write takes it as an argument, so a write without
+//! an actor does not compile. The project is never taken from the request:
+//! it is resolved from the agent's name, so the LLM cannot choose another
+//! one.
 
-use std::future::Future;
 use std::sync::Arc;
 
 use acdm_core::domain::ProjectRef;
 use acdm_core::events::Actor;
-use acdm_core::{ErrorCode, Identity, IdentityError, ScopeError, ScopeResolver, headers};
+use acdm_core::{ErrorCode, Identity, IdentityError, ScopeResolver, headers};
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::envelope::{Failure, Outcome, error_chain};
-
-tokio::task_local! {
-    static ACTOR: Actor;
-}
-
-/// Runs `work` with `actor` as the acting party of every event it records.
-pub async fn with_actor<F: Future>(actor: Actor, work: F) -> F::Output {
-    ACTOR.scope(actor, work).await
-}
-
-/// The acting party of the current task, when one was set.
-pub fn current_actor() -> Option<Actor> {
-    ACTOR.try_with(Clone::clone).ok()
-}
+use crate::envelope::{Failure, Outcome};
 
 /// What the pipeline learnt about the caller, for handlers (a request
 /// extension, set only after the project was resolved).
@@ -43,6 +29,13 @@ pub struct Caller {
     pub identity: Identity,
     /// The project the agent manages.
     pub project: ProjectRef,
+}
+
+impl Caller {
+    /// The via_agent actor every write of this call is attributed to.
+    pub fn actor(&self) -> Actor {
+        Actor::via_agent(&self.identity)
+    }
 }
 
 #[derive(Serialize)]
@@ -108,30 +101,18 @@ pub async fn agent_pipeline(
     span.record("thread", identity.thread_id().as_str());
     let project = match resolver.resolve(identity.agent_name()).await {
         Ok(project) => project,
-        Err(ScopeError::NotProvisioned { agent }) => {
-            return refused(
-                Failure::new(
-                    ErrorCode::ScopeViolation,
-                    format!("agent {agent} is not a provisioned project manager"),
-                ),
-                "scope_violation",
-            );
-        }
-        Err(error @ ScopeError::Directory(_)) => {
-            tracing::warn!(error = %error_chain(&error), "scope resolution failed");
-            return refused(
-                Failure::new(
-                    ErrorCode::ServiceUnavailable,
-                    "the backend cannot resolve this agent's project right now",
-                ),
-                "service_unavailable",
-            );
+        Err(error) => {
+            let failure = Failure::from(error);
+            let outcome = failure
+                .envelope()
+                .error_code()
+                .map_or("error", ErrorCode::as_str);
+            return refused(failure, outcome);
         }
     };
     span.record("project", project.slug.as_str());
-    let actor = Actor::via_agent(&identity);
     req.extensions_mut().insert(Caller { identity, project });
-    with_actor(actor, next.run(req)).await
+    next.run(req).await
 }
 
 fn refused(failure: Failure, outcome: &'static str) -> Response {
@@ -195,13 +176,5 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(identity.agent_name().as_str(), "project-a");
-    }
-
-    #[tokio::test]
-    async fn the_actor_is_visible_only_inside_its_scope() {
-        assert!(current_actor().is_none());
-        let seen = with_actor(Actor::system(), async { current_actor() }).await;
-        assert_eq!(seen, Some(Actor::system()));
-        assert!(current_actor().is_none());
     }
 }

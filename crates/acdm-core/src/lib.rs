@@ -14,6 +14,7 @@ pub mod events;
 pub mod identity;
 pub mod names;
 pub mod nc;
+pub mod ops;
 pub mod path;
 pub mod protocol;
 pub mod scope;

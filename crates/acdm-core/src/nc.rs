@@ -13,17 +13,26 @@ use serde::{Deserialize, Serialize};
 
 use crate::events::EventId;
 
-/// The operations, in the order they are documented; each is also the last
-/// segment of its path.
-pub const OPS: [&str; 7] = [
-    "list_mounts",
-    "list",
-    "read",
-    "search",
-    "write",
-    "delete",
-    "move",
-];
+crate::ops::operations!(
+    /// The nc operations, in the order they are documented; each name is
+    /// also the last segment of its path (`agent-tools/nc/<name>`).
+    NcOp = "nc" {
+        /// The project's mounts.
+        ListMounts = "list_mounts", read;
+        /// One folder level.
+        List = "list", read;
+        /// A window of a file.
+        Read = "read", read;
+        /// Files inside the project's mounts.
+        Search = "search", read;
+        /// Create or overwrite a file.
+        Write = "write", write;
+        /// Delete (a dry run by default).
+        Delete = "delete", write;
+        /// Move or rename.
+        Move = "move", write;
+    }
+);
 
 /// How file content travels: UTF-8 text, or base64 of the bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -325,6 +334,32 @@ pub struct MoveData {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_nc_operations_have_their_wire_names_paths_and_kinds() {
+        let names: Vec<&str> = NcOp::ALL.iter().map(|op| op.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "list_mounts",
+                "list",
+                "read",
+                "search",
+                "write",
+                "delete",
+                "move"
+            ]
+        );
+        assert_eq!(NcOp::Read.path(), "agent-tools/nc/read");
+        assert_eq!("move".parse::<NcOp>(), Ok(NcOp::Move));
+        let writes: Vec<NcOp> = NcOp::ALL.iter().copied().filter(|op| op.writes()).collect();
+        assert_eq!(writes, [NcOp::Write, NcOp::Delete, NcOp::Move]);
+        let unknown = "rename".parse::<NcOp>().unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            "no nc operation `rename`; the operations are: list_mounts, list, read, search, write, delete, move"
+        );
+    }
 
     #[test]
     fn requests_send_only_what_is_set_and_refuse_strangers() {

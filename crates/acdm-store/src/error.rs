@@ -50,6 +50,22 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// The ToolResponse code this error answers with. Only `NotFound` and
+    /// `Conflict` carry text meant for the caller; the others are logged.
+    pub fn code(&self) -> acdm_core::ErrorCode {
+        use acdm_core::ErrorCode;
+        match self {
+            Self::NotFound { .. } => ErrorCode::NotFound,
+            Self::Conflict(_) => ErrorCode::Conflict,
+            Self::Unavailable(_) => ErrorCode::ServiceUnavailable,
+            Self::Database(_)
+            | Self::Migrate(_)
+            | Self::Corrupt { .. }
+            | Self::Config(_)
+            | Self::Prepare { .. } => ErrorCode::InternalError,
+        }
+    }
+
     /// True when retrying later may succeed (connection, pool, lock).
     pub fn is_unavailable(&self) -> bool {
         matches!(self, Self::Unavailable(_))

@@ -9,8 +9,8 @@ use std::sync::OnceLock;
 
 use super::{
     CHECKS, Check, Context, check_architecture_doc, check_core_closure,
-    check_harness_client_closure, check_module_docs, check_no_env_reads, check_workspace_edges,
-    check_workspace_lints, workspace_root,
+    check_harness_client_closure, check_layer_rules, check_module_docs, check_no_env_reads,
+    check_workspace_edges, check_workspace_lints, workspace_root,
 };
 
 /// The real workspace, loaded once for all tests.
@@ -50,6 +50,11 @@ fn acdm_harness_client_depends_on_no_server_crates() {
 }
 
 #[test]
+fn every_crate_keeps_out_the_crates_its_layer_forbids() {
+    assert_clean(check_layer_rules);
+}
+
+#[test]
 fn no_library_crate_reads_the_environment() {
     assert_clean(check_no_env_reads);
 }
@@ -76,9 +81,9 @@ mod detects {
     use serde_json::{Value, json};
 
     use super::super::{
-        ALLOWED_EDGES, CORE_RULE, HARNESS_CLIENT_RULE, allows_env, closure_paths, edge_violations,
-        env_reads, forbidden_violations, names_missing_from, opts_into_workspace_lints,
-        starts_with_module_doc,
+        ALLOWED_EDGES, CORE_RULE, HARNESS_CLIENT_RULE, LAYER_RULES, allows_env, closure_paths,
+        edge_violations, env_reads, forbidden_violations, names_missing_from,
+        opts_into_workspace_lints, starts_with_module_doc,
     };
     use crate::metadata::Metadata;
 
@@ -247,6 +252,43 @@ mod detects {
             forbidden_violations(&meta, &CORE_RULE),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn a_forbidden_direct_dependency_is_reported_but_the_same_crate_further_down_is_not() {
+        let bff = LAYER_RULES
+            .iter()
+            .find(|rule| rule.root == "acdm-bff")
+            .unwrap();
+        let meta = metadata(
+            vec![
+                package("acdm-bff", &[("sqlx", None), ("acdm-store", None)]),
+                package("acdm-store", &[("sqlx", None)]),
+                package("sqlx", &[]),
+            ],
+            &["acdm-bff", "acdm-store"],
+            vec![
+                node("acdm-bff", &[("sqlx", &[None]), ("acdm-store", &[None])]),
+                node("acdm-store", &[("sqlx", &[None])]),
+            ],
+        );
+        assert_eq!(
+            forbidden_violations(&meta, bff),
+            ["acdm-bff depends directly on `sqlx`, which its layer leaves to another crate"]
+        );
+        let through_the_store = metadata(
+            vec![
+                package("acdm-bff", &[("acdm-store", None)]),
+                package("acdm-store", &[("sqlx", None)]),
+                package("sqlx", &[]),
+            ],
+            &["acdm-bff", "acdm-store"],
+            vec![
+                node("acdm-bff", &[("acdm-store", &[None])]),
+                node("acdm-store", &[("sqlx", &[None])]),
+            ],
+        );
+        assert!(forbidden_violations(&through_the_store, bff).is_empty());
     }
 
     #[test]

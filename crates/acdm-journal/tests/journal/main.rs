@@ -21,11 +21,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use acdm_bff::journal::{Journal, JournalError, Stage};
-use acdm_bff::pipeline::with_actor;
 use acdm_core::domain::ProjectRef;
 use acdm_core::events::{Actor, ActorKind, EventOp, EventStatus, StorageEvent};
 use acdm_core::{AbsPath, AgentName, Identity, ProjectName, ProjectSlug, ThreadId, UserId};
+use acdm_journal::{Journal, JournalError, Record, Stage};
 use acdm_sources::local::LocalFileStore;
 use acdm_sources::{ETag, FileStore};
 use acdm_store::{DatabaseConfig, DatabaseTarget, EventFilter, Store};
@@ -162,69 +161,87 @@ async fn perform(world: &World, op: Op) -> Result<StorageEvent, JournalError> {
         match op {
             Op::WriteNew => j
                 .write(
-                    p,
-                    "project:/new/deep/file.md".into(),
+                    Record {
+                        actor: &agent(),
+                        project: p,
+                        target: "project:/new/deep/file.md".into(),
+                        params,
+                    },
                     &abs("/Projects/Alpha/new/deep/file.md"),
                     Bytes::from_static(b"fresh"),
                     None,
-                    params,
                 )
                 .await
                 .map(|w| w.event),
             Op::Overwrite => j
                 .write(
-                    p,
-                    "project:/notes.md".into(),
+                    Record {
+                        actor: &agent(),
+                        project: p,
+                        target: "project:/notes.md".into(),
+                        params,
+                    },
                     &abs("/Projects/Alpha/notes.md"),
                     Bytes::from_static(b"rewritten\n"),
                     None,
-                    params,
                 )
                 .await
                 .map(|w| w.event),
             Op::Delete => {
                 j.delete(
-                    p,
-                    "project:/notes.md".into(),
+                    Record {
+                        actor: &agent(),
+                        project: p,
+                        target: "project:/notes.md".into(),
+                        params,
+                    },
                     &abs("/Projects/Alpha/notes.md"),
-                    params,
                 )
                 .await
             }
             Op::DeleteFolder => {
                 j.delete(
-                    p,
-                    "project:/docs".into(),
+                    Record {
+                        actor: &agent(),
+                        project: p,
+                        target: "project:/docs".into(),
+                        params,
+                    },
                     &abs("/Projects/Alpha/docs"),
-                    params,
                 )
                 .await
             }
             Op::Move => j
                 .move_to(
-                    p,
-                    "project:/notes.md -> /archive/notes.md".into(),
+                    Record {
+                        actor: &agent(),
+                        project: p,
+                        target: "project:/notes.md -> /archive/notes.md".into(),
+                        params,
+                    },
                     &abs("/Projects/Alpha/notes.md"),
                     &abs("/Projects/Alpha/archive/notes.md"),
                     false,
-                    params,
                 )
                 .await
                 .map(|(e, _)| e),
             Op::MoveOverwrite => j
                 .move_to(
-                    p,
-                    "project:/notes.md -> /docs/plan.md".into(),
+                    Record {
+                        actor: &agent(),
+                        project: p,
+                        target: "project:/notes.md -> /docs/plan.md".into(),
+                        params,
+                    },
                     &abs("/Projects/Alpha/notes.md"),
                     &abs("/Projects/Alpha/docs/plan.md"),
                     true,
-                    params,
                 )
                 .await
                 .map(|(e, _)| e),
         }
     };
-    with_actor(agent(), work).await
+    work.await
 }
 
 /// Folders the op may create and leave behind even when it fails
@@ -297,12 +314,15 @@ async fn a_crash_at_any_stage_leaves_one_settled_event_and_a_revertible_state() 
                         "{op:?}: applied although stopped right after the intent"
                     );
                     // Revert: byte-identical content, location or absence.
-                    let revert = with_actor(
-                        Actor::direct(UserId::parse("op-1").unwrap()),
-                        world.journal.revert(event.id, None),
-                    )
-                    .await
-                    .unwrap_or_else(|e| panic!("{op:?} at {stage:?}: revert: {e}"));
+                    let revert = world
+                        .journal
+                        .revert(
+                            &Actor::direct(UserId::parse("op-1").unwrap()),
+                            event.id,
+                            None,
+                        )
+                        .await
+                        .unwrap_or_else(|e| panic!("{op:?} at {stage:?}: revert: {e}"));
                     assert_eq!(revert.status, EventStatus::Applied);
                     assert_eq!(revert.op, EventOp::Revert);
                     assert_eq!(revert.reverts, Some(event.id));
@@ -326,11 +346,14 @@ async fn a_crash_during_a_revert_is_settled_too_and_the_revert_can_be_retried() 
         let event = perform(&world, Op::Overwrite).await.unwrap();
         let changed = world.snapshot();
         world.arm(Some(stage));
-        let crashed = with_actor(
-            Actor::direct(UserId::parse("op-1").unwrap()),
-            world.journal.revert(event.id, None),
-        )
-        .await;
+        let crashed = world
+            .journal
+            .revert(
+                &Actor::direct(UserId::parse("op-1").unwrap()),
+                event.id,
+                None,
+            )
+            .await;
         assert!(
             matches!(crashed, Err(JournalError::Crashed(_))),
             "{stage:?}"
@@ -360,12 +383,15 @@ async fn a_crash_during_a_revert_is_settled_too_and_the_revert_can_be_retried() 
                     "{stage:?}: the claim must be released"
                 );
                 // And it can be reverted for real now.
-                with_actor(
-                    Actor::direct(UserId::parse("op-1").unwrap()),
-                    world.journal.revert(event.id, None),
-                )
-                .await
-                .unwrap();
+                world
+                    .journal
+                    .revert(
+                        &Actor::direct(UserId::parse("op-1").unwrap()),
+                        event.id,
+                        None,
+                    )
+                    .await
+                    .unwrap();
                 assert_eq!(world.snapshot(), before, "{stage:?}");
             }
             other => panic!("{stage:?}: {other}"),
@@ -380,11 +406,15 @@ async fn a_revert_of_a_revert_reapplies_and_later_changes_block_a_revert() {
     let before = world.snapshot();
     let event = perform(&world, Op::Overwrite).await.unwrap();
     let changed = world.snapshot();
-    let revert = with_actor(direct(), world.journal.revert(event.id, None))
+    let revert = world
+        .journal
+        .revert(&direct(), event.id, None)
         .await
         .unwrap();
     assert_eq!(world.snapshot(), before);
-    with_actor(direct(), world.journal.revert(revert.id, None))
+    world
+        .journal
+        .revert(&direct(), revert.id, None)
         .await
         .unwrap();
     assert_eq!(
@@ -397,22 +427,25 @@ async fn a_revert_of_a_revert_reapplies_and_later_changes_block_a_revert() {
     // over it (it would sweep the later content away unnoticed).
     let world = World::new().await;
     let first = perform(&world, Op::Overwrite).await.unwrap();
-    with_actor(agent(), async {
+    (async {
         world
             .journal
             .write(
-                &world.project,
-                "project:/notes.md".into(),
+                Record {
+                    actor: &agent(),
+                    project: &world.project,
+                    target: "project:/notes.md".into(),
+                    params: serde_json::json!({}),
+                },
                 &abs("/Projects/Alpha/notes.md"),
                 Bytes::from_static(b"later edit"),
                 None,
-                serde_json::json!({}),
             )
             .await
     })
     .await
     .unwrap();
-    let refused = with_actor(direct(), world.journal.revert(first.id, None)).await;
+    let refused = world.journal.revert(&direct(), first.id, None).await;
     assert!(
         matches!(refused, Err(JournalError::Conflict(_))),
         "{refused:?}"
@@ -425,22 +458,25 @@ async fn a_revert_of_a_revert_reapplies_and_later_changes_block_a_revert() {
     // moving it back would carry the later content away unnoticed.
     let world = World::new().await;
     let moved = perform(&world, Op::Move).await.unwrap();
-    with_actor(agent(), async {
+    (async {
         world
             .journal
             .write(
-                &world.project,
-                "project:/archive/notes.md".into(),
+                Record {
+                    actor: &agent(),
+                    project: &world.project,
+                    target: "project:/archive/notes.md".into(),
+                    params: serde_json::json!({}),
+                },
                 &abs("/Projects/Alpha/archive/notes.md"),
                 Bytes::from_static(b"edited after the move, with more bytes"),
                 None,
-                serde_json::json!({}),
             )
             .await
     })
     .await
     .unwrap();
-    let refused = with_actor(direct(), world.journal.revert(moved.id, None)).await;
+    let refused = world.journal.revert(&direct(), moved.id, None).await;
     assert!(
         matches!(refused, Err(JournalError::Conflict(_))),
         "{refused:?}"
@@ -450,10 +486,12 @@ async fn a_revert_of_a_revert_reapplies_and_later_changes_block_a_revert() {
     // A second revert of the same event is a conflict, not a second undo.
     let world = World::new().await;
     let event = perform(&world, Op::Delete).await.unwrap();
-    with_actor(direct(), world.journal.revert(event.id, None))
+    world
+        .journal
+        .revert(&direct(), event.id, None)
         .await
         .unwrap();
-    let again = with_actor(direct(), world.journal.revert(event.id, None)).await;
+    let again = world.journal.revert(&direct(), event.id, None).await;
     assert!(matches!(again, Err(JournalError::Conflict(_))), "{again:?}");
 }
 
@@ -463,16 +501,19 @@ async fn refused_writes_record_nothing_and_change_nothing() {
     let before = world.snapshot();
     // A stale etag: refused before any intent is recorded.
     let stale = ETag::strong("not-the-etag").unwrap();
-    let refused = with_actor(agent(), async {
+    let refused = (async {
         world
             .journal
             .write(
-                &world.project,
-                "project:/notes.md".into(),
+                Record {
+                    actor: &agent(),
+                    project: &world.project,
+                    target: "project:/notes.md".into(),
+                    params: serde_json::json!({}),
+                },
                 &abs("/Projects/Alpha/notes.md"),
                 Bytes::from_static(b"x"),
                 Some(&stale),
-                serde_json::json!({}),
             )
             .await
     })
@@ -482,16 +523,19 @@ async fn refused_writes_record_nothing_and_change_nothing() {
         "{refused:?}"
     );
     // Moving onto an existing file without overwrite.
-    let refused = with_actor(agent(), async {
+    let refused = (async {
         world
             .journal
             .move_to(
-                &world.project,
-                "t".into(),
+                Record {
+                    actor: &agent(),
+                    project: &world.project,
+                    target: "t".into(),
+                    params: serde_json::json!({}),
+                },
                 &abs("/Projects/Alpha/notes.md"),
                 &abs("/Projects/Alpha/docs/plan.md"),
                 false,
-                serde_json::json!({}),
             )
             .await
     })
@@ -500,17 +544,6 @@ async fn refused_writes_record_nothing_and_change_nothing() {
         matches!(refused, Err(JournalError::Conflict(_))),
         "{refused:?}"
     );
-    // No actor in context: nothing is attributed to nobody.
-    let refused = world
-        .journal
-        .delete(
-            &world.project,
-            "project:/notes.md".into(),
-            &abs("/Projects/Alpha/notes.md"),
-            serde_json::json!({}),
-        )
-        .await;
-    assert!(matches!(refused, Err(JournalError::NoActor)), "{refused:?}");
     assert!(world.events().await.is_empty());
     assert_eq!(world.snapshot(), before);
 }

@@ -9,15 +9,56 @@
 //! a write whose content is there is applied; a sequence of moves that got
 //! part way is rolled back and failed.
 //!
-//! The acting party comes from the task-local context
-//! ([`crate::pipeline::current_actor`]), never from an argument.
+//! Every change takes its acting party as an explicit [`Actor`]: a write
+//! without one does not compile. This crate knows nothing of HTTP; the
+//! BFF's handlers, the operator API and the CLI all record through it.
+//!
+//! **Architecture invariant:** no HTTP framework, no MCP, no SQL here —
+//! the journal drives the `FileStore` port and the store's event methods.
+//!
+//! A change names its actor in its [`Record`]:
+//!
+//! ```no_run
+//! # async fn with_actor(
+//! #     journal: acdm_journal::Journal,
+//! #     project: acdm_core::domain::ProjectRef,
+//! #     path: acdm_core::AbsPath,
+//! # ) {
+//! let actor = acdm_core::events::Actor::system();
+//! let record = acdm_journal::Record {
+//!     actor: &actor,
+//!     project: &project,
+//!     target: "project:/a.md".into(),
+//!     params: serde_json::json!({}),
+//! };
+//! let _ = journal.delete(record, &path).await;
+//! # }
+//! ```
+//!
+//! and one without it is refused by the compiler, not at run time:
+//!
+//! ```compile_fail
+//! # async fn no_actor(
+//! #     journal: acdm_journal::Journal,
+//! #     project: acdm_core::domain::ProjectRef,
+//! #     path: acdm_core::AbsPath,
+//! # ) {
+//! let record = acdm_journal::Record {
+//!     project: &project,
+//!     target: "project:/a.md".into(),
+//!     params: serde_json::json!({}),
+//! };
+//! let _ = journal.delete(record, &path).await;
+//! # }
+//! ```
 
 use std::sync::Arc;
 
 use acdm_core::AbsPath;
+use acdm_core::ErrorCode;
 use acdm_core::domain::{ProjectId, ProjectRef};
 use acdm_core::events::{
-    EventId, EventOp, EventStatus, NewEvent, Step, StorageEvent, kept_path, revert_plan,
+    Actor, EventId, EventOp, EventStatus, NewEvent, Step, StorageEvent, kept_path, revert_plan,
     trash_folder,
 };
 use acdm_sources::{ETag, Entry, FileStore, Precondition, ReadRange, SourceError};
@@ -26,8 +67,6 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 use sha2::{Digest, Sha256};
-
-use crate::pipeline::current_actor;
 
 /// Where a write can be stopped by a test, to play a crash at that point:
 /// nothing after it runs, as if the process had died.
@@ -54,9 +93,6 @@ pub enum JournalError {
     /// The file store failed or refused.
     #[error(transparent)]
     Source(#[from] SourceError),
-    /// No actor in context: a bug in the caller, never the LLM's fault.
-    #[error("no acting party in context")]
-    NoActor,
     /// The request cannot be carried out as asked (target exists, etag
     /// changed, a later change is in the way of a revert).
     #[error("{0}")]
@@ -67,6 +103,19 @@ pub enum JournalError {
     /// A failpoint stopped the operation (tests).
     #[error("stopped at {0:?} by a failpoint")]
     Crashed(Stage),
+}
+
+impl JournalError {
+    /// The ToolResponse code this error answers with.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Store(e) => e.code(),
+            Self::Source(e) => e.code(),
+            Self::Conflict(_) => ErrorCode::Conflict,
+            Self::NotFound(_) => ErrorCode::NotFound,
+            Self::Crashed(_) => ErrorCode::InternalError,
+        }
+    }
 }
 
 /// The outcome of a journalled write.
@@ -91,6 +140,20 @@ pub struct Settled {
     /// Events that could not be settled now (the store or database
     /// failed); tried again next time.
     pub left: Vec<EventId>,
+}
+
+/// Who changes what, as the event will record it. The actor is a field,
+/// not context: a change without one does not compile.
+#[derive(Debug, Clone)]
+pub struct Record<'a> {
+    /// Who acts: an agent for a user in a thread, a person, the system.
+    pub actor: &'a Actor,
+    /// The project whose data changes.
+    pub project: &'a ProjectRef,
+    /// What changes, for people (`project:/notes/a.md`).
+    pub target: String,
+    /// The request's parameters (never file contents).
+    pub params: serde_json::Value,
 }
 
 /// The journal: the store of events and the file store they describe.
@@ -226,25 +289,19 @@ impl Journal {
         }
     }
 
-    /// A new (not yet stored) event by the actor in context.
-    fn intent(
-        id: EventId,
-        project: &ProjectRef,
-        op: EventOp,
-        target: String,
-        params: serde_json::Value,
-    ) -> Result<NewEvent, JournalError> {
-        Ok(NewEvent {
+    /// A new (not yet stored) event of `record`.
+    fn intent(record: Record<'_>, id: EventId, op: EventOp) -> NewEvent {
+        NewEvent {
             id,
-            actor: current_actor().ok_or(JournalError::NoActor)?,
-            project_id: project.id,
+            actor: record.actor.clone(),
+            project_id: record.project.id,
             op,
-            target,
-            params,
+            target: record.target,
+            params: record.params,
             plan: Vec::new(),
             undo: Vec::new(),
             reverts: None,
-        })
+        }
     }
 
     /// Writes `content` at `path`: creates it (and its parent folders) or
@@ -252,13 +309,12 @@ impl Journal {
     /// `if_match`, the file must exist with that etag.
     pub async fn write(
         &self,
-        project: &ProjectRef,
-        target: String,
+        record: Record<'_>,
         path: &AbsPath,
         content: Bytes,
         if_match: Option<&ETag>,
-        params: serde_json::Value,
     ) -> Result<Written, JournalError> {
+        let (project, target) = (record.project, &record.target);
         let existing = self.probe(path).await?;
         match (&existing, if_match) {
             (Some(entry), _) if entry.is_folder() => {
@@ -329,7 +385,7 @@ impl Journal {
         let intent = NewEvent {
             plan,
             undo,
-            ..Self::intent(id, project, EventOp::NcWrite, target, params)?
+            ..Self::intent(record, id, EventOp::NcWrite)
         };
         let event = self.begin(intent).await?;
         self.stop_at(Stage::AfterIntent)?;
@@ -382,11 +438,10 @@ impl Journal {
     /// Deletes `path` by moving it into the trash.
     pub async fn delete(
         &self,
-        project: &ProjectRef,
-        target: String,
+        record: Record<'_>,
         path: &AbsPath,
-        params: serde_json::Value,
     ) -> Result<StorageEvent, JournalError> {
+        let (project, target) = (record.project, &record.target);
         if self.probe(path).await?.is_none() {
             return Err(JournalError::NotFound(format!("{target} does not exist")));
         }
@@ -404,7 +459,7 @@ impl Journal {
         let event = NewEvent {
             plan,
             undo,
-            ..Self::intent(id, project, EventOp::NcDelete, target, params)?
+            ..Self::intent(record, id, EventOp::NcDelete)
         };
         self.run_moves(event).await
     }
@@ -413,13 +468,12 @@ impl Journal {
     /// the trash first; without, it is a conflict.
     pub async fn move_to(
         &self,
-        project: &ProjectRef,
-        target: String,
+        record: Record<'_>,
         from: &AbsPath,
         to: &AbsPath,
         overwrite: bool,
-        params: serde_json::Value,
     ) -> Result<(StorageEvent, bool), JournalError> {
+        let (project, target) = (record.project, &record.target);
         if self.probe(from).await?.is_none() {
             return Err(JournalError::NotFound(format!(
                 "the source of {target} does not exist"
@@ -473,7 +527,7 @@ impl Journal {
         let event = NewEvent {
             plan,
             undo,
-            ..Self::intent(id, project, EventOp::NcMove, target, params)?
+            ..Self::intent(record, id, EventOp::NcMove)
         };
         Ok((self.run_moves(event).await?, occupied))
     }
@@ -483,6 +537,7 @@ impl Journal {
     /// reverted.
     pub async fn revert(
         &self,
+        actor: &Actor,
         id: EventId,
         project: Option<ProjectId>,
     ) -> Result<StorageEvent, JournalError> {
@@ -566,7 +621,7 @@ impl Journal {
         }
         let event = NewEvent {
             id: revert_id,
-            actor: current_actor().ok_or(JournalError::NoActor)?,
+            actor: actor.clone(),
             project_id: original.project_id,
             op: EventOp::Revert,
             target: original.target.clone(),
