@@ -17,7 +17,7 @@ use acdm_sources::gitlab::{GitLabConfig, GitLabWiki};
 use acdm_sources::http::HttpClient;
 use acdm_sources::local::{LocalFileSearch, LocalFileStore, LocalWiki};
 use acdm_sources::nextcloud::{NextcloudConfig, NextcloudFiles, NextcloudSearch};
-use acdm_sources::{FileSearch, FileStore, GitRef, Sources, Unconfigured, WikiSource};
+use acdm_sources::{FileReader, FileSearch, FileWriter, GitRef, Sources, Unconfigured, WikiSource};
 use acdm_store::Store;
 use anyhow::Context;
 use axum::Router;
@@ -72,7 +72,7 @@ pub struct AppState {
 
 impl AppState {
     /// The state for `config` over an open, migrated `store` and `sources`.
-    pub fn new(config: &Config, store: Store, sources: Sources) -> Self {
+    pub fn new(config: &Config, store: Store, sources: ServiceSources) -> Self {
         let resolver = Arc::new(ScopeResolver::new(
             Arc::new(store.clone()),
             config.scope_cache_ttl,
@@ -83,6 +83,7 @@ impl AppState {
             sources.files.clone(),
             config.files_base.clone(),
         );
+        let sources = sources.knowledge();
         let kill_switch = KillSwitch::new(config.nc_writes_enabled);
         let read_max = config.mcp_max_read_bytes;
         let nc = NcState::new(
@@ -364,10 +365,36 @@ impl Application {
     }
 }
 
+/// The sources a server runs with. The project files are a
+/// [`FileWriter`] here, for the journal only; the knowledge tools get them
+/// read-only ([`ServiceSources::knowledge`]).
+#[derive(Clone)]
+pub struct ServiceSources {
+    /// The wiki.
+    pub wiki: Arc<dyn WikiSource>,
+    /// The project files.
+    pub files: Arc<dyn FileWriter>,
+    /// File search.
+    pub search: Arc<dyn FileSearch>,
+}
+
+impl ServiceSources {
+    /// The same sources with the files read-only: what the MCP server and
+    /// the BFF's reads get.
+    pub fn knowledge(&self) -> Sources {
+        let files: Arc<dyn FileReader> = self.files.clone();
+        Sources {
+            wiki: self.wiki.clone(),
+            files,
+            search: self.search.clone(),
+        }
+    }
+}
+
 /// The sources for `config`: GitLab and Nextcloud when configured, the
 /// local folders `<ACDM_DATA_DIR>/wiki` and `<ACDM_DATA_DIR>/files`
 /// otherwise.
-pub fn build_sources(config: &Config) -> anyhow::Result<Sources> {
+pub fn build_sources(config: &Config) -> anyhow::Result<ServiceSources> {
     let http = HttpClient::new(config.upstream.clone())
         .context("cannot build the upstream HTTP client")?;
     let main = GitRef::parse("main").context("the default wiki ref")?;
@@ -390,7 +417,7 @@ pub fn build_sources(config: &Config) -> anyhow::Result<Sources> {
                 .context("the local wiki folder in ACDM_DATA_DIR")?,
         ),
     };
-    let (files, search): (Arc<dyn FileStore>, Arc<dyn FileSearch>) = match &config.nextcloud {
+    let (files, search): (Arc<dyn FileWriter>, Arc<dyn FileSearch>) = match &config.nextcloud {
         None if !config.local_sources => {
             let none = Arc::new(Unconfigured::new("NEXTCLOUD_URL"));
             (none.clone(), none)
@@ -415,7 +442,7 @@ pub fn build_sources(config: &Config) -> anyhow::Result<Sources> {
             )
         }
     };
-    Ok(Sources {
+    Ok(ServiceSources {
         wiki,
         files,
         search,

@@ -10,7 +10,7 @@
 use acdm_core::domain::MemberRole;
 use acdm_core::{AbsPath, AgentName, ProjectName, ProjectSlug, UserId};
 use acdm_sources::local::LocalFileStore;
-use acdm_sources::{FileStore, Precondition, SourceError};
+use acdm_sources::{FileWriter, Precondition, SourceError};
 use acdm_store::{Store, StoreError};
 use anyhow::Context;
 use bytes::Bytes;

@@ -19,7 +19,7 @@ use acdm_core::nc::{
 use acdm_core::{AbsPath, ErrorCode, MountName, RelPath, ToolResponse};
 use acdm_journal::{Journal, JournalError, Record};
 use acdm_sources::render::render;
-use acdm_sources::{ETag, Entry, FileSearch, FileStore, ReadRange, SourceError};
+use acdm_sources::{ETag, Entry, FileReader, FileSearch, ReadRange, SourceError};
 use acdm_store::Store;
 use axum::extract::{FromRequest, Path, Request, State};
 use axum::response::{IntoResponse, Response};
@@ -64,7 +64,8 @@ impl Default for NcLimits {
 #[derive(Clone)]
 pub struct NcState {
     store: Store,
-    files: Arc<dyn FileStore>,
+    /// Reads only: every change goes through the journal.
+    files: Arc<dyn FileReader>,
     search: Arc<dyn FileSearch>,
     journal: Journal,
     switch: KillSwitch,

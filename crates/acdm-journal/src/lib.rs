@@ -14,7 +14,7 @@
 //! BFF's handlers, the operator API and the CLI all record through it.
 //!
 //! **Architecture invariant:** no HTTP framework, no MCP, no SQL here —
-//! the journal drives the `FileStore` port and the store's event methods.
+//! the journal drives the `FileWriter` port and the store's event methods.
 //!
 //! A change names its actor in its [`Record`]:
 //!
@@ -61,7 +61,7 @@ use acdm_core::events::{
     Actor, EventId, EventOp, EventStatus, NewEvent, Step, StorageEvent, kept_path, revert_plan,
     trash_folder,
 };
-use acdm_sources::{ETag, Entry, FileStore, Precondition, ReadRange, SourceError};
+use acdm_sources::{ETag, Entry, FileWriter, Precondition, ReadRange, SourceError};
 use acdm_store::{Store, StoreError};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
@@ -160,7 +160,7 @@ pub struct Record<'a> {
 #[derive(Clone)]
 pub struct Journal {
     store: Store,
-    files: Arc<dyn FileStore>,
+    files: Arc<dyn FileWriter>,
     files_base: AbsPath,
     failpoint: Option<Failpoint>,
 }
@@ -185,7 +185,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 impl Journal {
     /// A journal writing events to `store` about `files`; trash folders go
     /// under `files_base`.
-    pub fn new(store: Store, files: Arc<dyn FileStore>, files_base: AbsPath) -> Self {
+    pub fn new(store: Store, files: Arc<dyn FileWriter>, files_base: AbsPath) -> Self {
         Self {
             store,
             files,
@@ -207,7 +207,7 @@ impl Journal {
     }
 
     /// The file store.
-    pub fn files(&self) -> &Arc<dyn FileStore> {
+    pub fn files(&self) -> &Arc<dyn FileWriter> {
         &self.files
     }
 

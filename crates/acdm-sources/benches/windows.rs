@@ -21,7 +21,7 @@ mod harness;
 
 use std::time::Instant;
 
-use acdm_sources::{FileStore, ReadRange};
+use acdm_sources::{FileReader, ReadRange};
 
 const FILE_SIZE: u64 = 1 << 30;
 const WINDOW: u64 = 1 << 20;
@@ -39,7 +39,7 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-async fn bench(name: &str, store: &dyn FileStore, disk_root: &std::path::Path) {
+async fn bench(name: &str, store: &dyn FileReader, disk_root: &std::path::Path) {
     let folder = disk_root.join("Projects/Alpha");
     std::fs::create_dir_all(&folder).unwrap();
     // A sparse 1 GiB file: real bytes over the wire, no disk space.

@@ -1,9 +1,14 @@
 //! acdm-sources: where knowledge and files come from.
 //!
-//! Three ports, used by the MCP and BFF adapters:
+//! Four ports, used by the MCP and BFF adapters:
 //!
 //! - [`WikiSource`]: search and read the wiki (GitLab, or a local folder);
-//! - [`FileStore`]: the project files (Nextcloud WebDAV, or a local folder);
+//! - [`FileReader`]: read the project files (Nextcloud WebDAV, or a local
+//!   folder) — all the MCP server gets;
+//! - [`FileWriter`]: a [`FileReader`] that can also write, move, copy and
+//!   make folders — what the journal drives. There is no delete: what a
+//!   write removes is moved into the trash, so nothing is ever deleted
+//!   upstream, and no type offers to;
 //! - [`FileSearch`]: find files under a folder (Nextcloud unified search, or
 //!   a local walk).
 //!
@@ -62,9 +67,9 @@ pub trait WikiSource: Send + Sync {
     ) -> Result<WikiWindow, SourceError>;
 }
 
-/// Project files, with WebDAV semantics on every implementation.
+/// Reading project files, with WebDAV semantics on every implementation.
 #[async_trait]
-pub trait FileStore: Send + Sync {
+pub trait FileReader: Send + Sync {
     /// `nextcloud` or `local`, for health reports.
     fn kind(&self) -> &'static str;
 
@@ -81,7 +86,11 @@ pub trait FileStore: Send + Sync {
     /// Streams a window of a file. A window starting at or past the end is
     /// empty (with the size). Nothing is buffered beyond a chunk.
     async fn read(&self, path: &AbsPath, range: ReadRange) -> Result<ReadStream, SourceError>;
+}
 
+/// Changing project files: never deleting (see the crate docs).
+#[async_trait]
+pub trait FileWriter: FileReader {
     /// Writes a whole file. The parent folder must exist (`Conflict`
     /// otherwise); `precondition` guards against lost updates.
     async fn write(
@@ -90,9 +99,6 @@ pub trait FileStore: Send + Sync {
         content: Bytes,
         precondition: &Precondition,
     ) -> Result<WriteOutcome, SourceError>;
-
-    /// Deletes a file, or a folder with everything in it.
-    async fn delete(&self, path: &AbsPath, if_match: Option<&ETag>) -> Result<(), SourceError>;
 
     /// Moves a file or folder. Without `overwrite`, an existing destination
     /// is `PreconditionFailed`; a missing destination parent is `Conflict`.
@@ -103,7 +109,7 @@ pub trait FileStore: Send + Sync {
         overwrite: bool,
     ) -> Result<(), SourceError>;
 
-    /// Copies a file or folder; same rules as [`FileStore::move_to`].
+    /// Copies a file or folder; same rules as [`FileWriter::move_to`].
     async fn copy_to(
         &self,
         from: &AbsPath,
@@ -134,13 +140,14 @@ pub trait FileSearch: Send + Sync {
     ) -> Result<Vec<FileHit>, SourceError>;
 }
 
-/// The three sources a server runs with, as shared trait objects.
+/// The sources the knowledge tools read, as shared trait objects: the
+/// project files only as a [`FileReader`].
 #[derive(Clone)]
 pub struct Sources {
     /// The wiki.
     pub wiki: std::sync::Arc<dyn WikiSource>,
-    /// The project files.
-    pub files: std::sync::Arc<dyn FileStore>,
+    /// The project files, read-only.
+    pub files: std::sync::Arc<dyn FileReader>,
     /// File search.
     pub search: std::sync::Arc<dyn FileSearch>,
 }

@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use crate::{
-    ETag, Entry, FileHit, FileSearch, FileStore, GitRef, Precondition, ReadRange, ReadStream,
-    SourceError, WikiQuery, WikiSearch, WikiSource, WikiWindow, WriteOutcome,
+    Entry, FileHit, FileReader, FileSearch, FileWriter, GitRef, Precondition, ReadRange,
+    ReadStream, SourceError, WikiQuery, WikiSearch, WikiSource, WikiWindow, WriteOutcome,
 };
 
 /// The missing source, with what to configure.
@@ -55,7 +55,7 @@ impl WikiSource for Unconfigured {
 }
 
 #[async_trait]
-impl FileStore for Unconfigured {
+impl FileReader for Unconfigured {
     fn kind(&self) -> &'static str {
         "none"
     }
@@ -71,15 +71,16 @@ impl FileStore for Unconfigured {
     async fn read(&self, _path: &AbsPath, _range: ReadRange) -> Result<ReadStream, SourceError> {
         self.error()
     }
+}
+
+#[async_trait]
+impl FileWriter for Unconfigured {
     async fn write(
         &self,
         _path: &AbsPath,
         _content: Bytes,
         _precondition: &Precondition,
     ) -> Result<WriteOutcome, SourceError> {
-        self.error()
-    }
-    async fn delete(&self, _path: &AbsPath, _if_match: Option<&ETag>) -> Result<(), SourceError> {
         self.error()
     }
     async fn move_to(

@@ -26,7 +26,7 @@ use acdm_core::events::{Actor, ActorKind, EventOp, EventStatus, StorageEvent};
 use acdm_core::{AbsPath, AgentName, Identity, ProjectName, ProjectSlug, ThreadId, UserId};
 use acdm_journal::{Journal, JournalError, Record, Stage};
 use acdm_sources::local::LocalFileStore;
-use acdm_sources::{ETag, FileStore};
+use acdm_sources::{ETag, FileWriter};
 use acdm_store::{DatabaseConfig, DatabaseTarget, EventFilter, Store};
 use bytes::Bytes;
 
@@ -75,7 +75,7 @@ impl World {
         std::fs::write(disk.join("Projects/Alpha/docs/plan.md"), b"plan v1\n").unwrap();
         std::fs::write(disk.join("Projects/Alpha/docs/budget.csv"), b"a,b\n1,2\n").unwrap();
         std::fs::write(disk.join("Projects/Alpha/notes.md"), "notes é\n").unwrap();
-        let files: Arc<dyn FileStore> = Arc::new(LocalFileStore::open(&disk).unwrap());
+        let files: Arc<dyn FileWriter> = Arc::new(LocalFileStore::open(&disk).unwrap());
         let armed: Arc<Mutex<Option<Stage>>> = Arc::default();
         let hook = armed.clone();
         let journal =

@@ -30,7 +30,7 @@ impl FileSearch for LocalFileSearch {
     }
 
     async fn check(&self) -> Result<(), SourceError> {
-        crate::FileStore::check(&self.files).await
+        crate::FileReader::check(&self.files).await
     }
 
     async fn search(

@@ -24,12 +24,12 @@ use tokio_util::io::ReaderStream;
 
 use crate::error::SourceError;
 use crate::model::{ETag, Entry, EntryKind, Precondition, ReadRange, ReadStream, WriteOutcome};
-use crate::{FileStore, check_transfer, shown};
+use crate::{FileReader, FileWriter, check_transfer, shown};
 
 /// Prefix of the temporary files writes go through; never listed.
 const TEMP_PREFIX: &str = ".acdm-tmp-";
 
-/// A [`FileStore`] over a local folder.
+/// A [`FileWriter`] over a local folder.
 #[derive(Debug, Clone)]
 pub struct LocalFileStore {
     root: Arc<PathBuf>,
@@ -235,7 +235,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 #[async_trait]
-impl FileStore for LocalFileStore {
+impl FileReader for LocalFileStore {
     fn kind(&self) -> &'static str {
         "local"
     }
@@ -335,7 +335,10 @@ impl FileStore for LocalFileStore {
             body: Box::pin(body),
         })
     }
+}
 
+#[async_trait]
+impl FileWriter for LocalFileStore {
     async fn write(
         &self,
         path: &AbsPath,
@@ -384,25 +387,6 @@ impl FileStore for LocalFileStore {
                 created: existing.is_none(),
                 etag: etag_of(&meta),
             })
-        })
-        .await
-    }
-
-    async fn delete(&self, path: &AbsPath, if_match: Option<&ETag>) -> Result<(), SourceError> {
-        let _guard = self.writes.lock().await;
-        let (path, if_match) = (path.clone(), if_match.cloned());
-        self.blocking(move |root| {
-            if path.segments().is_empty() {
-                return Err(SourceError::Conflict(
-                    "the root folder cannot be deleted".to_owned(),
-                ));
-            }
-            let disk = resolve(root, &path)?;
-            let meta = lstat(&disk).ok_or_else(|| SourceError::NotFound(shown(&path)))?;
-            if let Some(tag) = &if_match {
-                check_etag(&path, Some(&meta), tag)?;
-            }
-            remove_any(&disk, &meta).map_err(|e| io_error(&path, &e))
         })
         .await
     }

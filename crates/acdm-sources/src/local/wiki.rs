@@ -12,7 +12,7 @@ use crate::error::SourceError;
 use crate::local::grep;
 use crate::local::store::LocalFileStore;
 use crate::model::{GitRef, ReadRange, WikiHit, WikiQuery, WikiSearch, WikiWindow};
-use crate::{FileStore, WikiSource};
+use crate::{FileReader, WikiSource};
 
 /// A [`WikiSource`] over a local folder.
 #[derive(Debug, Clone)]

@@ -20,7 +20,7 @@ use crate::model::{
 };
 use crate::nextcloud::multistatus::{self, DavResponse};
 use crate::nextcloud::{Endpoint, NextcloudConfig, SOURCE};
-use crate::{FileStore, check_transfer, shown};
+use crate::{FileReader, FileWriter, check_transfer, shown};
 
 /// Largest multistatus body accepted (a folder listing).
 const MAX_MULTISTATUS_BYTES: usize = 16 << 20;
@@ -33,7 +33,7 @@ const PROPFIND_BODY: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
   </d:prop>
 </d:propfind>"#;
 
-/// A [`FileStore`] on Nextcloud WebDAV.
+/// A [`FileWriter`] on Nextcloud WebDAV.
 #[derive(Debug, Clone)]
 pub struct NextcloudFiles {
     endpoint: Endpoint,
@@ -221,7 +221,7 @@ impl NextcloudFiles {
 }
 
 #[async_trait]
-impl FileStore for NextcloudFiles {
+impl FileReader for NextcloudFiles {
     fn kind(&self) -> &'static str {
         "nextcloud"
     }
@@ -357,7 +357,10 @@ impl FileStore for NextcloudFiles {
             body: window_of(Box::pin(stream), skip, range.len),
         })
     }
+}
 
+#[async_trait]
+impl FileWriter for NextcloudFiles {
     async fn write(
         &self,
         path: &AbsPath,
@@ -432,33 +435,6 @@ impl FileStore for NextcloudFiles {
             None => self.stat(path).await.ok().and_then(|e| e.etag),
         };
         Ok(WriteOutcome { created, etag })
-    }
-
-    async fn delete(&self, path: &AbsPath, if_match: Option<&ETag>) -> Result<(), SourceError> {
-        if path.segments().is_empty() {
-            return Err(SourceError::Conflict(
-                "the root folder cannot be deleted".to_owned(),
-            ));
-        }
-        let mut headers = HeaderMap::new();
-        if let Some(tag) = if_match {
-            headers.insert(
-                header::IF_MATCH,
-                HeaderValue::from_str(&tag.header_value())
-                    .map_err(|_| SourceError::InvalidRequest("invalid etag".to_owned()))?,
-            );
-        }
-        let response = self
-            .call(Idempotency::Write, Method::DELETE, path, headers, None)
-            .await?;
-        match response.status() {
-            StatusCode::NO_CONTENT | StatusCode::OK | StatusCode::ACCEPTED => Ok(()),
-            StatusCode::PRECONDITION_FAILED => Err(SourceError::PreconditionFailed(format!(
-                "{} has changed since it was read (etag mismatch)",
-                shown(path)
-            ))),
-            status => Err(self.error(status, response.headers(), path)),
-        }
     }
 
     async fn move_to(

@@ -12,7 +12,8 @@ use acdm_sources::gitlab::{GitLabConfig, GitLabWiki};
 use acdm_sources::http::{HttpClient, HttpSettings};
 use acdm_sources::nextcloud::{NextcloudConfig, NextcloudFiles, NextcloudSearch};
 use acdm_sources::{
-    FileSearch, FileStore, GitRef, Precondition, ReadRange, SourceError, WikiQuery, WikiSource,
+    FileReader, FileSearch, FileWriter, GitRef, Precondition, ReadRange, SourceError, WikiQuery,
+    WikiSource,
 };
 use bytes::Bytes;
 use secrecy::SecretString;
@@ -165,7 +166,7 @@ enum Op {
     List,
     Read,
     Write,
-    Delete,
+    Copy,
     Move,
     MakeFolders,
     Search,
@@ -178,7 +179,7 @@ const ALL: &[Op] = &[
     Op::List,
     Op::Read,
     Op::Write,
-    Op::Delete,
+    Op::Copy,
     Op::Move,
     Op::MakeFolders,
     Op::Search,
@@ -216,7 +217,11 @@ async fn run(op: Op, addr: SocketAddr) -> Result<(), SourceError> {
             .write(&path, Bytes::from_static(b"x"), &Precondition::None)
             .await
             .map(drop),
-        Op::Delete => files.delete(&path, None).await,
+        Op::Copy => {
+            files
+                .copy_to(&path, &abs("/Projects/Alpha/kept.md"), false)
+                .await
+        }
         Op::Move => {
             files
                 .move_to(&path, &abs("/Projects/Alpha/other.md"), false)
@@ -476,7 +481,7 @@ async fn rate_limits_and_locks_are_typed_and_retryable() {
         b"<d:error xmlns:d=\"DAV:\"/>".to_vec(),
     ))
     .await;
-    for op in [Op::Write, Op::Delete, Op::Move] {
+    for op in [Op::Write, Op::Copy, Op::Move] {
         let error = run(op, server.addr).await.unwrap_err();
         assert!(
             matches!(error, SourceError::Locked { .. }),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acdm_core::AbsPath;
-use acdm_sources::FileStore;
+use acdm_sources::FileWriter;
 use acdm_sources::http::{HttpClient, HttpSettings};
 use acdm_sources::local::LocalFileStore;
 use acdm_sources::nextcloud::{NextcloudConfig, NextcloudFiles};
@@ -46,7 +46,7 @@ pub(crate) fn nextcloud_config(server: &Wsgidav, password: Option<&str>) -> Next
 /// One file store under test, with what keeps it alive.
 pub(crate) struct Backend {
     pub(crate) name: &'static str,
-    pub(crate) store: Arc<dyn FileStore>,
+    pub(crate) store: Arc<dyn FileWriter>,
     /// The folder on disk behind `/`, to check effects directly.
     pub(crate) disk_root: PathBuf,
     _keep: Keep,
