@@ -107,9 +107,9 @@ async fn require_admin_token(
         (None, _) => "this request has no `Authorization` header",
         (Some(_), Some(_)) => "this request has more than one `Authorization` header; send one",
         (Some(value), None) => match bearer_token(value.as_bytes()) {
-            None => "its `Authorization` header is not `Bearer <token>`",
+            None => "this request's `Authorization` header is not `Bearer <token>`",
             Some(token) if state.token.matches(token) => return next.run(req).await,
-            Some(_) => "the bearer token it sent is not the admin token",
+            Some(_) => "the bearer token this request sent is not the admin token",
         },
     };
     let mut response = failure(
