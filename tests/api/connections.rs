@@ -80,6 +80,9 @@ async fn slow_clients_are_cut_off_while_a_normal_client_is_still_served() {
         ..Options::default()
     })
     .await;
+    // The listen backlog (1024) holds every connection the loop has not
+    // accepted yet, so each close below is the server's doing, not the
+    // kernel's.
     let mut slow = JoinSet::new();
     let (started, mut all_started) = mpsc::channel(SLOW);
     for _ in 0..SLOW {

@@ -296,8 +296,7 @@ impl Application {
             shutdown.child_token(),
         )
         .await;
-        let listener = TcpListener::bind(config.listen_addr)
-            .await
+        let listener = server::bind(config.listen_addr)
             .with_context(|| format!("cannot listen on ACDM_LISTEN_ADDR={}", config.listen_addr))?;
         Ok(Self {
             router: router(&state),

@@ -15,7 +15,8 @@
 //!   service must be shorter (or it may reuse a connection we just closed).
 //! - **Connection cap** (`ACDM_MAX_CONNECTIONS`): when that many
 //!   connections are open, the loop stops *accepting* until one closes.
-//!   New connections then wait in the kernel's listen backlog and are
+//!   New connections then wait in the kernel's listen backlog ([`bind`]
+//!   asks for [`LISTEN_BACKLOG`], not the usual 128) and are
 //!   served as soon as a slot frees — slow clients free theirs within the
 //!   header-read timeout — instead of being accepted and reset. A normal
 //!   client is delayed, not failed, and nothing it sent is lost; a load
@@ -39,7 +40,7 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use prometheus_client::metrics::gauge::Gauge;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -53,6 +54,24 @@ pub struct ConnectionLimits {
     pub header_read_timeout: Duration,
     /// Connections open at once; beyond it, new ones wait to be accepted.
     pub max_connections: usize,
+}
+
+/// The listen backlog asked for: connections the kernel holds while the
+/// loop is at the cap or busy (Linux caps it at `net.core.somaxconn`).
+/// The usual 128 overflows under a burst, and the kernel then drops or
+/// resets connections nobody has refused.
+pub const LISTEN_BACKLOG: u32 = 1024;
+
+/// Binds `addr` (address reuse on, as tokio does) with [`LISTEN_BACKLOG`].
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// How often reaching the connection cap may be logged.
