@@ -13,6 +13,7 @@
 
 mod admin;
 mod cli;
+mod connections;
 mod dav;
 mod gate;
 mod health;

@@ -174,3 +174,41 @@ async fn shutdown_is_not_held_by_an_open_mcp_session_stream() {
     );
     drop(client);
 }
+
+#[tokio::test]
+async fn an_absolute_form_target_naming_a_foreign_host_is_refused_naming_the_setting() {
+    let app = spawn_app(Options::default()).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}})
+    .to_string();
+    let headers = [
+        ("X-ACDM-Service-Auth", TOKEN),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    // The helper sends `Host: 127.0.0.1:<port>`, an allowed host; RFC 9112
+    // §3.2.2 makes the target's authority the host that counts.
+    for target in ["http://evil.example/mcp", "http://evil.example:80/mcp/"] {
+        let r = send(
+            app.addr,
+            Req::new("POST", target).headers(&headers).json(&initialize),
+        )
+        .await;
+        assert_eq!(r.status, 403, "{target}: {}", r.body);
+        let v = r.json();
+        assert_eq!(v["code"], "permission_denied", "{target}");
+        let message = v["message"].as_str().unwrap();
+        assert!(message.contains("ACDM_MCP_ALLOWED_HOSTS"), "{message}");
+        assert!(message.contains("evil.example"), "{message}");
+    }
+    let allowed = format!("http://127.0.0.1:{}/mcp", app.addr.port());
+    let r = send(
+        app.addr,
+        Req::new("POST", &allowed)
+            .headers(&headers)
+            .json(&initialize),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    app.stop().await;
+}

@@ -27,7 +27,6 @@ use axum::http::HeaderName;
 use axum::response::IntoResponse;
 use axum::response::Response;
 use axum::routing::get;
-use axum::serve::ListenerExt;
 use prometheus_client::registry::Registry;
 use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
@@ -41,6 +40,7 @@ use crate::config::Config;
 use crate::gate::{ServiceGate, service_gate};
 use crate::health::{self, Readiness};
 use crate::http;
+use crate::server::{self, ConnectionLimits};
 
 /// Everything a router needs.
 #[derive(Clone)]
@@ -256,6 +256,7 @@ pub struct Application {
     state: AppState,
     shutdown: CancellationToken,
     grace: Duration,
+    limits: ConnectionLimits,
 }
 
 impl Application {
@@ -296,8 +297,7 @@ impl Application {
             shutdown.child_token(),
         )
         .await;
-        let listener = TcpListener::bind(config.listen_addr)
-            .await
+        let listener = server::bind(config.listen_addr)
             .with_context(|| format!("cannot listen on ACDM_LISTEN_ADDR={}", config.listen_addr))?;
         Ok(Self {
             router: router(&state),
@@ -305,6 +305,10 @@ impl Application {
             state,
             shutdown,
             grace: config.shutdown_grace,
+            limits: ConnectionLimits {
+                header_read_timeout: config.header_read_timeout,
+                max_connections: config.max_connections,
+            },
         })
     }
 
@@ -325,7 +329,8 @@ impl Application {
 
     /// Serves until the shutdown token is cancelled, then stops accepting,
     /// lets in-flight requests finish for the grace period, closes what is
-    /// still open, and closes the database pool.
+    /// still open, and closes the database pool. Connections are bounded
+    /// by the header-read timeout and the connection cap ([`server`]).
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         let Self {
             listener,
@@ -333,22 +338,27 @@ impl Application {
             state,
             shutdown,
             grace,
+            limits,
         } = self;
-        // Without TCP_NODELAY small responses wait ~40 ms for delayed ACKs.
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
         let readiness = state.readiness.clone();
         let stop = shutdown.clone();
-        let server = axum::serve(listener, router).with_graceful_shutdown(async move {
-            stop.cancelled().await;
-            readiness.set_draining();
-            tracing::info!("shutting down: no new connections, draining in-flight requests");
-        });
-        let mut server = tokio::spawn(server.into_future());
+        let server = server::serve(
+            listener,
+            router,
+            limits,
+            state.http_metrics.open_connections.clone(),
+            async move {
+                stop.cancelled().await;
+                readiness.set_draining();
+                tracing::info!("shutting down: no new connections, draining in-flight requests");
+            },
+        );
+        // Aborting this task drops the loop, which aborts every connection
+        // still open.
+        let mut server = tokio::spawn(server);
         tokio::select! {
             result = &mut server => {
-                result.context("server task failed")?.context("server failed")?;
+                result.context("server task failed")?;
             }
             () = async {
                 shutdown.cancelled().await;

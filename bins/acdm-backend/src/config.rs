@@ -191,6 +191,16 @@ pub const SETTINGS: &[Setting] = &[
         "Largest request body accepted, in bytes (1024–268435456); larger bodies get `payload_too_large`.",
     ),
     setting(
+        "ACDM_HEADER_READ_TIMEOUT_SECONDS",
+        "30",
+        "Time a client has to send a complete request head (1–300); slower clients get `408` and are disconnected, however they dribble. It is also how long an idle keep-alive connection stays open, so a load balancer's idle timeout towards this service must be shorter.",
+    ),
+    setting(
+        "ACDM_MAX_CONNECTIONS",
+        "512",
+        "Connections served at once (1–65536). When reached, new connections wait in the listen backlog until one closes (they are not refused). Keep it below the process's file-descriptor limit, leaving room for the database pool and upstream calls.",
+    ),
+    setting(
         "ACDM_SHUTDOWN_GRACE_SECONDS",
         "10",
         "On SIGTERM/SIGINT, how long in-flight requests may finish before open connections are closed (0–300).",
@@ -290,6 +300,10 @@ pub struct Config {
     pub events_settle_after: Duration,
     /// `ACDM_MAX_REQUEST_BYTES`.
     pub max_request_bytes: usize,
+    /// `ACDM_HEADER_READ_TIMEOUT_SECONDS`.
+    pub header_read_timeout: Duration,
+    /// `ACDM_MAX_CONNECTIONS`.
+    pub max_connections: usize,
     /// `ACDM_SHUTDOWN_GRACE_SECONDS`.
     pub shutdown_grace: Duration,
     /// `ACDM_LOG_FORMAT` and `ACDM_LOG`.
@@ -740,6 +754,10 @@ impl Config {
         let max_request_bytes =
             usize::try_from(r.number("ACDM_MAX_REQUEST_BYTES", 10 << 20, 1024..=256 << 20))
                 .unwrap_or(10 << 20);
+        let header_read_timeout =
+            Duration::from_secs(r.number("ACDM_HEADER_READ_TIMEOUT_SECONDS", 30, 1..=300));
+        let max_connections =
+            usize::try_from(r.number("ACDM_MAX_CONNECTIONS", 512, 1..=65_536)).unwrap_or(512);
         let shutdown_grace =
             Duration::from_secs(r.number("ACDM_SHUTDOWN_GRACE_SECONDS", 10, 0..=300));
         let format = r.parse("ACDM_LOG_FORMAT", LogFormat::Auto, |t| {
@@ -776,6 +794,8 @@ impl Config {
             scope_poll_interval,
             events_settle_after,
             max_request_bytes,
+            header_read_timeout,
+            max_connections,
             shutdown_grace,
             log: LogSettings { format, filter },
         }
@@ -833,6 +853,8 @@ impl Config {
             "ACDM_SCOPE_POLL_MILLIS": u64::try_from(self.scope_poll_interval.as_millis()).unwrap_or(u64::MAX),
             "ACDM_EVENTS_SETTLE_AFTER_SECONDS": self.events_settle_after.as_secs(),
             "ACDM_MAX_REQUEST_BYTES": self.max_request_bytes,
+            "ACDM_HEADER_READ_TIMEOUT_SECONDS": self.header_read_timeout.as_secs(),
+            "ACDM_MAX_CONNECTIONS": self.max_connections,
             "ACDM_SHUTDOWN_GRACE_SECONDS": self.shutdown_grace.as_secs(),
         })
     }
@@ -911,6 +933,32 @@ mod tests {
         assert!(
             err.problems.iter().any(|p| p.starts_with(expected_start)),
             "{pairs:?}: {err}"
+        );
+    }
+
+    #[test]
+    fn slow_clients_are_bounded_by_default_and_the_bounds_are_validated() {
+        let c = load(&[]).unwrap();
+        assert_eq!(c.header_read_timeout, Duration::from_secs(30));
+        assert_eq!(c.max_connections, 512);
+        let c = load(&[
+            ("ACDM_HEADER_READ_TIMEOUT_SECONDS", "5"),
+            ("ACDM_MAX_CONNECTIONS", "2000"),
+        ])
+        .unwrap();
+        assert_eq!(c.header_read_timeout, Duration::from_secs(5));
+        assert_eq!(c.max_connections, 2000);
+        check_invalid(
+            &[("ACDM_HEADER_READ_TIMEOUT_SECONDS", "0")],
+            "ACDM_HEADER_READ_TIMEOUT_SECONDS (from environment): 0 is outside 1–300",
+        );
+        check_invalid(
+            &[("ACDM_MAX_CONNECTIONS", "0")],
+            "ACDM_MAX_CONNECTIONS (from environment): 0 is outside 1–65536",
+        );
+        check_invalid(
+            &[("ACDM_MAX_CONNECTIONS", "many")],
+            "ACDM_MAX_CONNECTIONS (from environment): `many` is not a whole number",
         );
     }
 

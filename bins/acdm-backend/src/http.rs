@@ -15,6 +15,7 @@ use http_body_util::Limited;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use tracing::Span;
 use tracing::field::Empty;
@@ -103,6 +104,8 @@ pub fn on_response<B>(response: &HttpResponse<B>, latency: Duration, span: &Span
 pub struct HttpMetrics {
     requests: Family<SurfaceLabels, Counter>,
     latency: Family<SurfaceLabel, Histogram>,
+    /// Connections open now (bounded by `ACDM_MAX_CONNECTIONS`).
+    pub open_connections: Gauge,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -133,7 +136,17 @@ impl HttpMetrics {
             "HTTP request latency by surface",
             latency.clone(),
         );
-        Self { requests, latency }
+        let open_connections = Gauge::default();
+        registry.register(
+            "acdm_http_open_connections",
+            "HTTP connections open now (at most ACDM_MAX_CONNECTIONS)",
+            open_connections.clone(),
+        );
+        Self {
+            requests,
+            latency,
+            open_connections,
+        }
     }
 }
 

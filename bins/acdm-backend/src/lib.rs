@@ -7,6 +7,7 @@
 //! - [`gate`]: the service-token gate in front of every route;
 //! - [`health`]: `/healthz`, `/readyz`, `/mcp/health`;
 //! - [`http`]: request id, request span, body limit, panic guard;
+//! - [`server`]: the connection loop (header-read timeout, connection cap);
 //! - [`cli`]: the command line and the operator commands;
 //! - [`demo`]: sample data and a running service for newcomers.
 //!
@@ -21,4 +22,5 @@ pub mod demo;
 pub mod gate;
 pub mod health;
 pub mod http;
+pub mod server;
 pub mod telemetry;

@@ -92,26 +92,29 @@ pub fn router(state: AdminState) -> Router {
 }
 
 /// Refuses requests without exactly one `Authorization: Bearer <token>`
-/// carrying the admin token.
+/// carrying the admin token. The scheme name is case-insensitive (RFC 9110
+/// §11.1). The refusal says what was wrong — no header, more than one, not
+/// the `Bearer` form, or a token that is not the admin token — and words a
+/// wrong token the same whatever it is, so nobody learns which other tokens
+/// the service knows.
 async fn require_admin_token(
     State(state): State<AdminState>,
     req: Request,
     next: Next,
 ) -> Response {
     let mut values = req.headers().get_all(header::AUTHORIZATION).iter();
-    let presented = match (values.next(), values.next()) {
-        (Some(value), None) => value
-            .as_bytes()
-            .strip_prefix(b"Bearer ")
-            .map(<[u8]>::to_vec),
-        _ => None,
+    let problem = match (values.next(), values.next()) {
+        (None, _) => "this request has no `Authorization` header",
+        (Some(_), Some(_)) => "this request has more than one `Authorization` header; send one",
+        (Some(value), None) => match bearer_token(value.as_bytes()) {
+            None => "this request's `Authorization` header is not `Bearer <token>`",
+            Some(token) if state.token.matches(token) => return next.run(req).await,
+            Some(_) => "the bearer token this request sent is not the admin token",
+        },
     };
-    if presented.is_some_and(|token| state.token.matches(&token)) {
-        return next.run(req).await;
-    }
     let mut response = failure(
         ErrorCode::Unauthorized,
-        "the operator API needs `Authorization: Bearer <ACDM_ADMIN_TOKEN>`; the service token does not open it",
+        format!("the operator API needs `Authorization: Bearer <ACDM_ADMIN_TOKEN>`; {problem}"),
     );
     response.headers_mut().insert(
         header::WWW_AUTHENTICATE,
@@ -121,6 +124,18 @@ async fn require_admin_token(
         .extensions_mut()
         .insert(Outcome("admin_auth_failed"));
     response
+}
+
+/// The token of `Bearer <token>` (scheme in any case, one or more spaces),
+/// or `None` when the value has another form or no token.
+fn bearer_token(value: &[u8]) -> Option<&[u8]> {
+    let scheme = value.get(..6)?;
+    let rest = value.get(6..)?;
+    if !scheme.eq_ignore_ascii_case(b"Bearer") || rest.first() != Some(&b' ') {
+        return None;
+    }
+    let token = rest.trim_ascii_start();
+    (!token.is_empty() && token.iter().all(u8::is_ascii_graphic)).then_some(token)
 }
 
 async fn method_not_allowed() -> Response {

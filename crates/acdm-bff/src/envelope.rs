@@ -64,27 +64,41 @@ impl<T> From<ToolResponse<T>> for Envelope<T> {
 }
 
 /// A failed request, as the envelope it answers with: the one error type
-/// of the HTTP adapters. Boxed, since errors are the cold path.
+/// of the HTTP adapters. Boxed, since errors are the cold path. The HTTP
+/// status is the code's, unless a more precise one of the same class was
+/// set with [`Failure::with_http_status`].
 #[derive(Debug)]
-pub struct Failure(Box<ToolResponse<serde_json::Value>>);
+pub struct Failure(Box<ToolResponse<serde_json::Value>>, Option<StatusCode>);
 
 impl Failure {
     /// A failure with `code`'s default suggested action.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self(Box::new(ToolResponse::failure(code, message)))
+        Self(Box::new(ToolResponse::failure(code, message)), None)
     }
 
     /// Replaces the suggested action.
     #[must_use]
     pub fn with_suggested_action(self, action: impl Into<String>) -> Self {
-        Self(Box::new(self.0.with_suggested_action(action)))
+        Self(Box::new(self.0.with_suggested_action(action)), self.1)
     }
 
     /// Attaches details (for example field problems) as `data`.
     #[must_use]
     pub fn with_data(self, data: impl Serialize) -> Self {
         let value = serde_json::to_value(data).unwrap_or(serde_json::Value::Null);
-        Self(Box::new(self.0.with_data(value)))
+        Self(Box::new(self.0.with_data(value)), self.1)
+    }
+
+    /// Sends the envelope with `status` instead of its code's, for the few
+    /// refusals HTTP has a more precise word for (`415` for a body that is
+    /// not UTF-8 JSON is still a `validation_error`). Only a status of the
+    /// code's class is taken, so a client that reads the class still reads
+    /// the code right.
+    #[must_use]
+    pub fn with_http_status(self, status: StatusCode) -> Self {
+        let same_class = self.0.http_status() / 100 == status.as_u16() / 100;
+        let status = same_class.then_some(status).or(self.1);
+        Self(self.0, status)
     }
 
     /// The envelope.
@@ -97,6 +111,9 @@ impl IntoResponse for Failure {
     fn into_response(self) -> Response {
         let outcome = self.0.error_code().map_or("error", ErrorCode::as_str);
         let mut response = Envelope(*self.0).into_response();
+        if let Some(status) = self.1 {
+            *response.status_mut() = status;
+        }
         response.extensions_mut().insert(Outcome(outcome));
         response
     }

@@ -1,10 +1,11 @@
 //! Strict request parsing: bodies and path parameters that fail to parse
 //! answer with a `validation_error` envelope (HTTP 422) naming the field,
-//! never a framework default page.
+//! never a framework default page. A body labelled as anything but UTF-8
+//! JSON is a `validation_error` too, sent as HTTP 415.
 
 use acdm_core::ErrorCode;
 use axum::extract::{FromRequest, Request};
-use axum::http::header;
+use axum::http::{HeaderValue, StatusCode, header};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -39,10 +40,13 @@ pub fn invalid_field(field: &str, problem: impl Into<String>) -> Failure {
     )
 }
 
-/// A JSON body parsed strictly: `Content-Type` must be JSON when given, the
-/// body must be one JSON value of the target type, and the target types
-/// refuse unknown fields (`#[serde(deny_unknown_fields)]`), so a stray
-/// `project_id` is an error rather than silently ignored.
+/// A JSON body parsed strictly: `Content-Type`, when given, must be
+/// `application/json` with no charset or `charset=utf-8` (anything else is
+/// HTTP 415, since reading UTF-16 or form data as UTF-8 JSON would be a
+/// guess); the body must be one JSON value of the target type, and the
+/// target types refuse unknown fields (`#[serde(deny_unknown_fields)]`), so
+/// a stray `project_id` is an error rather than silently ignored. Without a
+/// `Content-Type` the body is read as JSON.
 #[derive(Debug, Clone)]
 pub struct StrictJson<T>(pub T);
 
@@ -54,17 +58,16 @@ where
     type Rejection = Failure;
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
-        if let Some(content_type) = req.headers().get(header::CONTENT_TYPE) {
-            let is_json = content_type.to_str().is_ok_and(|v| {
-                let essence = v.split(';').next().unwrap_or_default().trim();
-                essence.eq_ignore_ascii_case("application/json")
-            });
-            if !is_json {
-                return Err(invalid_field(
-                    ".",
-                    "send the body as JSON with Content-Type: application/json",
-                ));
-            }
+        if let Some(content_type) = req.headers().get(header::CONTENT_TYPE)
+            && !is_utf8_json(content_type)
+        {
+            let problem = format!(
+                "send the body as UTF-8 JSON with `Content-Type: application/json` \
+                 (charset utf-8 or none), not {}",
+                describe_header(content_type)
+            );
+            return Err(invalid_field("Content-Type", problem)
+                .with_http_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
         }
         let bytes = match axum::body::to_bytes(req.into_body(), usize::MAX).await {
             Ok(bytes) => bytes,
@@ -104,6 +107,42 @@ where
             invalid_field(".", format!("the body is not valid JSON ({message})"))
         })?;
         Ok(Self(value))
+    }
+}
+
+/// True for `application/json` with no parameter but an optional
+/// `charset=utf-8` (names and values in any case, the value optionally
+/// quoted); other parameters are ignored.
+fn is_utf8_json(content_type: &HeaderValue) -> bool {
+    let Ok(text) = content_type.to_str() else {
+        return false;
+    };
+    let mut parts = text.split(';');
+    let essence = parts.next().unwrap_or_default().trim();
+    if !essence.eq_ignore_ascii_case("application/json") {
+        return false;
+    }
+    parts.all(|parameter| {
+        let (name, value) = parameter.split_once('=').unwrap_or((parameter, ""));
+        if !name.trim().eq_ignore_ascii_case("charset") {
+            return true;
+        }
+        let value = value.trim();
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap_or(value);
+        value.eq_ignore_ascii_case("utf-8")
+    })
+}
+
+/// A caller's header value for a message: quoted when it is short visible
+/// ASCII, otherwise only described.
+fn describe_header(value: &HeaderValue) -> String {
+    match value.to_str() {
+        Ok("") => "an empty Content-Type".to_owned(),
+        Ok(text) if text.len() <= 100 => format!("`{text}`"),
+        _ => "this Content-Type".to_owned(),
     }
 }
 
@@ -261,18 +300,47 @@ mod tests {
         )
         .await;
         check(json, "null", Err((".", "the body must be a JSON object"))).await;
-        check(
-            Some("text/plain"),
-            r#"{"slug":"alpha"}"#,
-            Err((".", "send the body as JSON")),
-        )
-        .await;
-        check(
-            Some("application/x-www-form-urlencoded"),
-            "slug=alpha",
-            Err((".", "send the body as JSON")),
-        )
-        .await;
+    }
+
+    #[tokio::test]
+    async fn only_utf8_json_bodies_are_read_and_others_are_unsupported_media_types() {
+        let body = r#"{"slug":"alpha"}"#;
+        for accepted in [
+            "application/json",
+            "Application/JSON",
+            "application/json; charset=utf-8",
+            "application/json;charset=UTF-8",
+            "application/json; charset=\"utf-8\"",
+            "application/json ; Charset=Utf-8",
+        ] {
+            let got = parse(Some(accepted), body).await;
+            assert!(got.is_ok(), "{accepted}: {got:?}");
+        }
+        for refused in [
+            "text/plain",
+            "text/plain; charset=utf-8",
+            "application/x-www-form-urlencoded",
+            "application/json; charset=utf-16",
+            "application/json; charset=UTF-16LE",
+            "application/json; charset=iso-8859-1",
+            "application/json; charset=",
+            "application/jsonx",
+            "application/json-patch+json",
+            "multipart/form-data; boundary=x",
+            "",
+        ] {
+            let (status, v) = parse(Some(refused), body).await.unwrap_err();
+            assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{refused}");
+            assert_eq!(v["code"], "validation_error", "{refused}");
+            assert_eq!(v["success"], false, "{refused}");
+            let e = &v["data"]["errors"][0];
+            assert_eq!(e["field"], "Content-Type", "{refused}: {v}");
+            let problem = e["problem"].as_str().unwrap();
+            assert!(
+                problem.contains("application/json") && problem.contains("UTF-8"),
+                "{refused}: {problem}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -5,12 +5,15 @@
 //! replica can answer any request), `/mcp/health` per source, and
 //! Prometheus metrics per tool. The service gate in front of it (in the
 //! binary) has already checked the service token and refused browsers;
-//! this crate adds the `Host` allow-list and the tool-level rules.
+//! this crate adds the `Host` allow-list (`host.rs`: the `Host` header and
+//! an absolute-form target's authority, refused with an envelope naming
+//! `ACDM_MCP_ALLOWED_HOSTS`) and the tool-level rules.
 //!
 //! **Architecture invariant:** an adapter over acdm-sources with no
 //! business logic; does not depend on acdm-bff or acdm-store.
 
 mod health;
+mod host;
 mod metrics;
 mod server;
 mod tools;
@@ -36,7 +39,8 @@ pub use tools::ReadLimits;
 /// How the MCP endpoint runs.
 #[derive(Debug, Clone)]
 pub struct McpSettings {
-    /// `Host` values accepted (`host` or `host:port`); others get 403.
+    /// `Host` values accepted (`host` or `host:port`); a request naming
+    /// another host (in `Host` or in an absolute-form target) gets 403.
     /// An empty list means loopback only (rmcp would read it as "any").
     pub allowed_hosts: Vec<String>,
     /// Keep MCP sessions (SSE streams, `Mcp-Session-Id`) instead of the
@@ -69,6 +73,7 @@ pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> R
     } else {
         settings.allowed_hosts.clone()
     };
+    let host_check = host::AllowedHosts::new(&allowed_hosts);
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
         .with_legacy_session_mode(settings.sessions)
@@ -81,11 +86,16 @@ pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> R
         config,
     );
     // Exactly `/mcp` and `/mcp/`: rmcp ignores the path, so a catch-all
-    // would also serve `/mcp/mcp` and any other spelling.
+    // would also serve `/mcp/mcp` and any other spelling. The host check
+    // covers these two routes only; probes answer under any name.
     Router::new()
-        .route("/mcp/health", get(health_handler).with_state(health))
         .route_service("/mcp", service.clone())
         .route_service("/mcp/", service)
+        .route_layer(axum::middleware::from_fn_with_state(
+            host_check,
+            host::check_host,
+        ))
+        .route("/mcp/health", get(health_handler).with_state(health))
 }
 
 async fn health_handler(State(health): State<Arc<McpHealth>>) -> Response {

@@ -77,6 +77,75 @@ async fn only_the_configured_hosts_are_accepted() {
 }
 
 #[tokio::test]
+async fn an_absolute_form_target_is_checked_like_the_host() {
+    let mcp = Mcp::local();
+    let with_target = |target: &str, host: &str| {
+        let mut request = rpc_request("/mcp", host, &initialize());
+        *request.uri_mut() = target.parse().unwrap();
+        request
+    };
+    for (target, host) in [
+        ("http://evil.example/mcp", "127.0.0.1"),
+        ("http://evil.example:8002/mcp", "localhost:8002"),
+        ("http://evil.example/mcp/", "acdm-backend"),
+        ("http://localhost.evil.example/mcp", "localhost"),
+        // Both must be allowed: a foreign Host beside an allowed target is
+        // as suspicious as the reverse.
+        ("http://localhost/mcp", "evil.example"),
+    ] {
+        let (status, _, body) = mcp.http(with_target(target, host)).await;
+        assert_eq!(status, 403, "{target} with Host {host}: {body}");
+    }
+    for (target, host) in [
+        ("http://localhost:8002/mcp", "localhost:8002"),
+        ("http://acdm-backend/mcp/", "acdm-backend"),
+        ("http://127.0.0.1:8002/mcp", "127.0.0.1:8002"),
+    ] {
+        let (status, _, body) = mcp.http(with_target(target, host)).await;
+        assert_eq!(status, 200, "{target} with Host {host}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn a_host_refusal_is_a_json_envelope_naming_the_setting() {
+    let mcp = Mcp::local();
+    for host in ["evil.example", "evil.example:8002"] {
+        let (status, headers, body) = mcp.http(rpc_request("/mcp", host, &initialize())).await;
+        assert_eq!(status, 403, "{host}");
+        assert!(
+            headers
+                .iter()
+                .any(|(k, v)| k == "content-type" && v.starts_with("application/json")),
+            "{headers:?}"
+        );
+        let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        assert_eq!(v["success"], false);
+        assert_eq!(v["code"], "permission_denied");
+        let message = v["message"].as_str().unwrap();
+        assert!(message.contains("ACDM_MCP_ALLOWED_HOSTS"), "{message}");
+        assert!(message.contains("evil.example"), "{message}");
+        assert!(
+            !message.contains("acdm-backend"),
+            "the allowed hosts are not listed to a stranger: {message}"
+        );
+        assert!(
+            v["suggested_action"]
+                .as_str()
+                .unwrap()
+                .contains("ACDM_MCP_ALLOWED_HOSTS")
+        );
+    }
+    let mut no_host = rpc_request("/mcp", "localhost", &initialize());
+    no_host.headers_mut().remove("host");
+    let (status, _, body) = mcp.http(no_host).await;
+    assert_eq!(status, 403, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(v["code"], "permission_denied");
+    let message = v["message"].as_str().unwrap();
+    assert!(message.contains("no `Host`"), "{message}");
+}
+
+#[tokio::test]
 async fn an_empty_host_list_means_loopback_only_not_any_host() {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = settings();
