@@ -39,7 +39,7 @@ distinctive words, then acdm_read_wiki_file with a path from the results.
 and acdm_read_nextcloud_file need project_name: take it from the conversation or \
 the workspace context, exactly as written there. If you are not sure which project \
 the user means, ask them. Never guess a project name and never try other names: \
-a wrong name simply finds nothing.
+names are case-sensitive, and a name no project folder has is not_found.
 - Reads return at most a window of the file. When `truncated` is true, call the \
 read tool again with offset = next_offset to continue; read only as far as you need.
 - Binary files come back base64-encoded; say what they are rather than pasting them.
