@@ -196,7 +196,10 @@ fn strip_nulls(value: &mut serde_json::Value) {
                     object.insert("type".to_owned(), named.into());
                 }
             }
-            if object.get("default").is_some_and(serde_json::Value::is_null) {
+            if object
+                .get("default")
+                .is_some_and(serde_json::Value::is_null)
+            {
                 object.remove("default");
             }
             object.values_mut().for_each(strip_nulls);
@@ -311,13 +314,14 @@ fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, Failure> {
             format!("{path}: {inner}")
         };
         Failure {
-        code: acdm_core::ErrorCode::ValidationError,
-        // serde quotes the offending value whole: keep the message short.
-        message: format!("invalid arguments: {}", tools::clip(&problem, 300)),
-        suggested_action: Some(
-            "Call the tool again with the arguments its input schema describes.".to_owned(),
-        ),
-    }})
+            code: acdm_core::ErrorCode::ValidationError,
+            // serde quotes the offending value whole: keep the message short.
+            message: format!("invalid arguments: {}", tools::clip(&problem, 300)),
+            suggested_action: Some(
+                "Call the tool again with the arguments its input schema describes.".to_owned(),
+            ),
+        }
+    })
 }
 
 fn result_of(outcome: &Result<Success, Failure>) -> CallToolResult {

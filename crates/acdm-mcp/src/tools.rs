@@ -17,7 +17,7 @@
 use acdm_core::events::trash_root;
 use acdm_core::{AbsPath, ErrorCode, PrefixError, ProjectName, RelPath};
 use acdm_sources::render::past_the_end;
-use acdm_sources::{EntryKind, GitRef, ReadRange, SourceError, Sources, Window, WikiQuery};
+use acdm_sources::{EntryKind, GitRef, ReadRange, SourceError, Sources, WikiQuery, Window};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -820,18 +820,17 @@ impl Tools {
         {
             return Err(missing);
         }
-        let stream = read
-            .map_err(|e| match e {
-                SourceError::NotFound(_) => Failure::source(
-                    &e,
-                    Some("Search the project with acdm_search_nextcloud to find the exact path."),
-                ),
-                SourceError::Conflict(_) => Failure::source(
-                    &e,
-                    Some("This is a folder; search inside it with acdm_search_nextcloud."),
-                ),
-                other => Failure::source(&other, None),
-            })?;
+        let stream = read.map_err(|e| match e {
+            SourceError::NotFound(_) => Failure::source(
+                &e,
+                Some("Search the project with acdm_search_nextcloud to find the exact path."),
+            ),
+            SourceError::Conflict(_) => Failure::source(
+                &e,
+                Some("This is a folder; search inside it with acdm_search_nextcloud."),
+            ),
+            other => Failure::source(&other, None),
+        })?;
         let window = stream
             .collect(range.len)
             .await

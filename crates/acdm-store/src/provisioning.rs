@@ -252,9 +252,11 @@ impl Store {
                 .fetch_all(p)
                 .await?
             });
-            return Err(StoreError::Conflict(taken(slug, name, &rows).unwrap_or_else(
-                || format!("a project with slug `{slug}` or a name like `{name}` was just created"),
-            )));
+            return Err(StoreError::Conflict(
+                taken(slug, name, &rows).unwrap_or_else(|| {
+                    format!("a project with slug `{slug}` or a name like `{name}` was just created")
+                }),
+            ));
         }
         tracing::info!(project = %slug, "project created");
         self.project(slug).await

@@ -611,18 +611,22 @@ async fn no_schema_in_tools_list_uses_a_type_array_or_null() {
     let mut problems = Vec::new();
     for tool in list["result"]["tools"].as_array().unwrap() {
         let name = tool["name"].as_str().unwrap();
-        walk(&tool["inputSchema"], &format!("{name}/input"), &mut problems);
-        walk(&tool["outputSchema"], &format!("{name}/output"), &mut problems);
+        walk(
+            &tool["inputSchema"],
+            &format!("{name}/input"),
+            &mut problems,
+        );
+        walk(
+            &tool["outputSchema"],
+            &format!("{name}/output"),
+            &mut problems,
+        );
     }
     assert!(problems.is_empty(), "{problems:#?}");
     // Optional inputs are simply not required.
     let read = &list["result"]["tools"][3]["inputSchema"];
     assert_eq!(read["properties"]["max_bytes"]["type"], "integer");
-    assert_eq!(
-        read["required"],
-        json!(["path", "project_name"]),
-        "{read}"
-    );
+    assert_eq!(read["required"], json!(["path", "project_name"]), "{read}");
 }
 
 #[tokio::test]
@@ -654,7 +658,11 @@ async fn reads_past_the_end_and_numbers_out_of_range_are_refused_naming_the_fiel
             json!({"query": "x", "project_name": "Alpha", "limit": 51}),
             vec!["limit", "50"],
         ),
-        ("acdm_search_wiki", json!({"query": 42}), vec!["query", "invalid type"]),
+        (
+            "acdm_search_wiki",
+            json!({"query": 42}),
+            vec!["query", "invalid type"],
+        ),
         (
             "acdm_search_wiki",
             json!({"query": "x", "limit": "ten"}),
@@ -667,7 +675,11 @@ async fn reads_past_the_end_and_numbers_out_of_range_are_refused_naming_the_fiel
         ),
     ] {
         let result = mcp.tool(tool, arguments.clone()).await;
-        assert_eq!(error_code(&result), "validation_error", "{tool} {arguments}");
+        assert_eq!(
+            error_code(&result),
+            "validation_error",
+            "{tool} {arguments}"
+        );
         let message = result["structuredContent"]["message"].as_str().unwrap();
         for needle in needles {
             assert!(message.contains(needle), "{tool} {arguments}: {message}");
