@@ -79,11 +79,12 @@ limit is 1–50. Returns full paths for acdm_read_nextcloud_file.";
 
 const READ_NEXTCLOUD_DESCRIPTION: &str = "\
 Read a file of one project's Nextcloud folder, in windows of at most max_bytes \
-(up to the schema's maximum; a larger value is refused). path must be a full path found with acdm_search_nextcloud, inside that project's \
-folder. Good: path=\"/Projects/Alpha/meetings/2026-11-03-kickoff.md\", \
-project_name=\"Alpha\". Bad: a path of another project, a relative path, or a \
-project_name that differs from the search's. When the answer says truncated, call \
-again with offset=next_offset.";
+(up to the schema's maximum; a larger value is refused). path must be a full path \
+found with acdm_search_nextcloud, inside that project's folder. Good: \
+path=\"/Projects/Alpha/meetings/2026-11-03-kickoff.md\", project_name=\"Alpha\". \
+Bad: a path of another project, a relative path, or a project_name that differs \
+from the search's. When the answer says truncated, call again with \
+offset=next_offset.";
 
 /// The JSON Schema (2020-12) of `T` as an object, integer formats and
 /// nulls stripped.

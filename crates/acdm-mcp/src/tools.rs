@@ -611,7 +611,9 @@ impl Tools {
             hits,
         };
         let mut text = match output.total_count {
-            _ if output.returned == 0 => format!("No wiki matches for \"{query}\""),
+            None | Some(0) if output.returned == 0 => {
+                format!("No wiki matches for \"{query}\"")
+            }
             Some(total) => format!(
                 "{} of {} for \"{query}\"",
                 output.returned,
