@@ -433,3 +433,51 @@ async fn a_move_made_on_one_server_reaches_another_within_seconds() {
     second.stop().await;
     first.stop().await;
 }
+
+#[tokio::test]
+async fn reserved_and_case_twin_project_names_are_refused() {
+    let app = spawn_app(Options::default()).await;
+    let h = admin_headers();
+    let create = async |slug: &str, name: &str| {
+        let body = serde_json::json!({"slug": slug, "name": name}).to_string();
+        let r = app
+            .send(Req::new("POST", "/admin/projects").headers(&h).json(&body))
+            .await;
+        (r.status, r.json())
+    };
+    // The trash, in any case, and every other hidden name: never a project
+    // folder (its mount root would lie inside the trash).
+    for (i, reserved) in [".acdm-trash", ".ACDM-TRASH", ".Acdm-Trash", ".git"]
+        .into_iter()
+        .enumerate()
+    {
+        let (status, v) = create(&format!("reserved-{i}"), reserved).await;
+        assert_eq!(
+            (status, v["code"].as_str()),
+            (422, Some("validation_error")),
+            "{reserved}: {v}"
+        );
+        assert_eq!(v["data"]["errors"][0]["field"], "name", "{v}");
+    }
+    let (status, v) = create("alpha", "Alpha").await;
+    assert_eq!(status, 200, "{v}");
+    for (slug, twin) in [("alpha-upper", "ALPHA"), ("alpha-lower", "alpha")] {
+        let (status, v) = create(slug, twin).await;
+        assert_eq!(
+            (status, v["code"].as_str()),
+            (409, Some("conflict")),
+            "{twin}: {v}"
+        );
+        let message = v["message"].as_str().unwrap();
+        assert!(
+            message.contains("`Alpha` (slug `alpha`)") && message.contains("only in case"),
+            "{message}"
+        );
+    }
+    let list = app
+        .send(Req::get("/admin/projects").headers(&h))
+        .await
+        .json();
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
+    app.stop().await;
+}

@@ -12,6 +12,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
 
+use crate::dav::{ALPHA, NcEnv};
 use crate::helpers::{Options, Req, TOKEN, send, spawn_app};
 
 fn transport(
@@ -211,4 +212,108 @@ async fn an_absolute_form_target_naming_a_foreign_host_is_refused_naming_the_set
     .await;
     assert_eq!(r.status, 200, "{}", r.body);
     app.stop().await;
+}
+
+/// One `tools/call` over the socket with the service token (stateless,
+/// JSON answers); returns the `result`.
+async fn call_tool(
+    addr: std::net::SocketAddr,
+    name: &str,
+    arguments: serde_json::Value,
+) -> serde_json::Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments}})
+    .to_string();
+    let r = send(
+        addr,
+        Req::new("POST", "/mcp")
+            .headers(&[
+                ("X-ACDM-Service-Auth", TOKEN),
+                ("Accept", "application/json, text/event-stream"),
+            ])
+            .json(&body),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{name} {arguments}: {}", r.body);
+    r.json()["result"].clone()
+}
+
+#[tokio::test]
+async fn over_webdav_neither_tool_lists_or_reads_the_trash() {
+    let Some(env) = NcEnv::start().await else {
+        return;
+    };
+    // Agent alpha deletes a file: the journal keeps it in the trash.
+    let (status, gone) = env
+        .nc(
+            ALPHA,
+            "delete",
+            json!({"rel_path": "docs/plan.md", "dry_run": false}),
+        )
+        .await;
+    assert_eq!(status, 200, "{gone}");
+    let event = gone["data"]["event_id"].as_str().unwrap().to_owned();
+    let kept = env.trash_of("alpha", &event);
+    let (kept_name, kept_content) = kept.iter().next().unwrap();
+    assert_eq!(kept_content.as_slice(), b"alpha plan\nline two\n");
+    let kept_path = format!("/Projects/.acdm-trash/alpha/{event}/{kept_name}");
+
+    let mark = env.recorder().mark();
+    let mut attempts = Vec::new();
+    for project in [".acdm-trash", ".ACDM-TRASH", ".acdm-trash/alpha"] {
+        attempts.push((
+            "acdm_search_nextcloud",
+            json!({"query": "plan", "project_name": project}),
+        ));
+        attempts.push((
+            "acdm_read_nextcloud_file",
+            json!({"path": kept_path, "project_name": project}),
+        ));
+    }
+    for path in [
+        kept_path.clone(),
+        kept_path.replace(".acdm-trash", ".ACDM-TRASH"),
+        kept_path.replace("/Projects/", "/Projects/Alpha/../"),
+    ] {
+        attempts.push((
+            "acdm_read_nextcloud_file",
+            json!({"path": path, "project_name": "Alpha"}),
+        ));
+    }
+    for (tool, arguments) in attempts {
+        let result = call_tool(env.app.addr, tool, arguments.clone()).await;
+        assert_eq!(result["isError"], true, "{tool} {arguments}: {result}");
+        let code = result["structuredContent"]["code"].as_str().unwrap();
+        assert!(
+            ["validation_error", "permission_denied"].contains(&code),
+            "{tool} {arguments}: {result}"
+        );
+        assert!(
+            !result.to_string().contains("line two"),
+            "{tool} {arguments}: {result}"
+        );
+    }
+    // Alpha's own search never shows the trash either (the fake unified
+    // search answers with a trash path on purpose).
+    let found = call_tool(
+        env.app.addr,
+        "acdm_search_nextcloud",
+        json!({"query": "plan", "project_name": "Alpha"}),
+    )
+    .await;
+    assert_eq!(found["isError"], false, "{found}");
+    assert!(!found.to_string().contains(".acdm-trash"), "{found}");
+    let sent: Vec<String> = env
+        .recorder()
+        .since(mark)
+        .iter()
+        .filter(|r| !r.is_search())
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        sent.iter()
+            .all(|r| !r.to_lowercase().contains(".acdm-trash")),
+        "a request reached the trash: {sent:#?}"
+    );
+    env.stop().await;
 }

@@ -95,8 +95,14 @@ async def run(url: str, token: str, checks: Checks) -> None:
                 checks.check(result.isError and got == code, f"{tool} {arguments} fails with {code}", result.structuredContent)
 
             wrong = await session.call_tool("acdm_search_nextcloud", {"query": "kickoff", "project_name": "Gamma"})
-            checks.check(not wrong.isError and (wrong.structuredContent or {}).get("returned") == 0,
-                         "a wrong project name finds nothing", wrong.structuredContent)
+            checks.check(wrong.isError and (wrong.structuredContent or {}).get("code") == "not_found",
+                         "a wrong project name is not_found, not an empty search", wrong.structuredContent)
+            twin = await session.call_tool("acdm_search_nextcloud", {"query": "kickoff", "project_name": "alpha"})
+            checks.check(twin.isError and 'project_name "Alpha"' in (twin.structuredContent or {}).get("suggested_action", ""),
+                         "a name differing only in case is not_found and the exact name is suggested", twin.structuredContent)
+            trash = await session.call_tool("acdm_search_nextcloud", {"query": "kickoff", "project_name": ".acdm-trash"})
+            checks.check(trash.isError and (trash.structuredContent or {}).get("code") == "validation_error",
+                         "the trash is not a project", trash.structuredContent)
 
             try:
                 await session.call_tool("acdm_no_such_tool", {})

@@ -90,6 +90,9 @@ const failures = [
   ["acdm_search_nextcloud", { query: "kickoff", project_name: ".." }, "validation_error"],
   ["acdm_search_wiki", { query: "x", project_id: "beta" }, "validation_error"],
   ["acdm_read_wiki_file", { path: "no/such/page.md" }, "not_found"],
+  ["acdm_search_nextcloud", { query: "kickoff", project_name: "alpha" }, "not_found"],
+  ["acdm_search_nextcloud", { query: "kickoff", project_name: ".acdm-trash" }, "validation_error"],
+  ["acdm_read_wiki_file", { path: "guides/weekly-reports.md", max_bytes: 100000000 }, "validation_error"],
 ];
 for (const [name, args, code] of failures) {
   const { result, error } = await call(client, name, args);

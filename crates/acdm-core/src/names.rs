@@ -58,6 +58,12 @@ pub enum SegmentError {
     /// `.htaccess`, `*.part`, `*.filepart`: names Nextcloud refuses.
     #[error("is a name the file store reserves (`.htaccess`, `*.part`, `*.filepart`)")]
     Reserved,
+    /// A project name starting with `.`: hidden folders beside the
+    /// projects (the trash, `.acdm-trash`, in any case) are never projects.
+    #[error(
+        "starts with a dot; hidden names (such as the trash `.acdm-trash`) are reserved and never name a project"
+    )]
+    Hidden,
 }
 
 /// Checks one segment that is already NFC-normalised.
@@ -341,18 +347,33 @@ string_newtype!(
     /// store (`<NEXTCLOUD_BASE_PATH>/<name>/`). NFC-normalised; 1–100
     /// characters and at most 250 bytes; no `/`, `\`, controls, invisible
     /// characters, look-alike separators, dot names, surrounding whitespace,
-    /// trailing dot or percent escapes.
+    /// trailing dot or percent escapes; and no leading dot, so no project
+    /// folder is hidden and none is the trash (`.acdm-trash`, in any case) —
+    /// one rule for the MCP tools, provisioning and import.
     ProjectName,
     SegmentError,
     |s| {
         let normalised = text::nfc(s);
         check_segment(&normalised)?;
+        if normalised.starts_with('.') {
+            return Err(SegmentError::Hidden);
+        }
         if normalised.chars().count() > 100 {
             return Err(SegmentError::TooManyCharacters { max: 100 });
         }
         Ok(normalised)
     }
 );
+
+impl ProjectName {
+    /// The name with case folded, for comparing names the way a
+    /// case-insensitive file store does: `Alpha`, `ALPHA` and `alpha` share
+    /// one key (and so would share one folder there). Full Unicode folding
+    /// through upper then lower case, so `Straße` and `STRASSE` agree too.
+    pub fn folded(&self) -> String {
+        text::nfc(&self.0.to_uppercase().to_lowercase())
+    }
+}
 
 impl RequestId {
     /// A fresh random id (a UUID v4).
@@ -399,6 +420,13 @@ mod tests {
         check_project_name("a\u{2215}b", Err(Lookalike));
         check_project_name("\u{FF0E}\u{FF0E}", Err(Lookalike));
         check_project_name(".htaccess", Err(Reserved));
+        // The trash and every other hidden folder beside the projects.
+        check_project_name(".acdm-trash", Err(Hidden));
+        check_project_name(".ACDM-TRASH", Err(Hidden));
+        check_project_name(".Acdm-Trash", Err(Hidden));
+        check_project_name(".git", Err(Hidden));
+        check_project_name(".Alpha", Err(Hidden));
+        check_project_name("Alpha.v2", Ok("Alpha.v2"));
         check_project_name(" Alpha", Err(Padded));
         check_project_name("Alpha\u{A0}", Err(Padded));
         check_project_name(&"😀".repeat(100), Err(TooLong { max: 250 }));
@@ -411,6 +439,17 @@ mod tests {
         check_project_name("a\tb", Err(Control));
         check_project_name("a\nb", Err(Control));
         check_project_name("a\0b", Err(Control));
+    }
+
+    #[test]
+    fn case_twins_of_a_project_name_share_one_folded_key() {
+        let key = |s: &str| ProjectName::parse(s).unwrap().folded();
+        assert_eq!(key("Alpha"), key("ALPHA"));
+        assert_eq!(key("alpha"), key("aLpHa"));
+        assert_eq!(key("Straße"), key("STRASSE"));
+        assert_eq!(key("CAF\u{c9}"), key("cafe\u{301}"));
+        assert_ne!(key("Alpha"), key("Alpha 2"));
+        assert_eq!(key("项目甲"), "项目甲");
     }
 
     fn check_id<T: std::fmt::Debug>(

@@ -39,7 +39,7 @@ distinctive words, then acdm_read_wiki_file with a path from the results.
 and acdm_read_nextcloud_file need project_name: take it from the conversation or \
 the workspace context, exactly as written there. If you are not sure which project \
 the user means, ask them. Never guess a project name and never try other names: \
-a wrong name simply finds nothing.
+names are case-sensitive, and a name no project folder has is not_found.
 - Reads return at most a window of the file. When `truncated` is true, call the \
 read tool again with offset = next_offset to continue; read only as far as you need.
 - Binary files come back base64-encoded; say what they are rather than pasting them.
@@ -53,26 +53,41 @@ Good query: \"weekly report\" or \"milestone\". Bad query: a whole question like
 numbers and snippets; read a hit with acdm_read_wiki_file.";
 
 const READ_WIKI_DESCRIPTION: &str = "\
-Read a wiki file found with acdm_search_wiki, in windows of at most max_bytes. \
-Good: path=\"guides/weekly-reports.md\". Bad: a guessed path, a URL, or a leading \
-slash. When the answer says truncated, call again with offset=next_offset.";
+Read a wiki file found with acdm_search_wiki, in windows of at most max_bytes \
+(up to the schema's maximum; a larger value is refused). Good: \
+path=\"guides/weekly-reports.md\". Bad: a guessed path, a URL, or a leading slash. \
+When the answer says truncated, call again with offset=next_offset.";
 
 const SEARCH_NEXTCLOUD_DESCRIPTION: &str = "\
 Find files and folders by name in one project's Nextcloud folder (meeting minutes, \
 reports, plans, specs, budgets). project_name must come from the conversation or \
-workspace context; ask the user if unsure, never guess. Good: query=\"kickoff\", \
-project_name=\"Alpha\". Bad: query=\"what was decided at the kickoff meeting\" \
-(names are matched, not contents). Returns full paths for acdm_read_nextcloud_file.";
+workspace context; ask the user if unsure, never guess (a name no project folder has \
+is not_found). Good: query=\"kickoff\", project_name=\"Alpha\". Bad: \
+query=\"what was decided at the kickoff meeting\" (names are matched, not contents). \
+limit is 1–50. Returns full paths for acdm_read_nextcloud_file.";
+
+/// The same tool over a store that searches contents too (the local
+/// folders): the description must not tell the model otherwise.
+const SEARCH_NEXTCLOUD_CONTENTS_DESCRIPTION: &str = "\
+Find files and folders in one project's folder (meeting minutes, reports, plans, \
+specs, budgets) by words in their names and contents; name matches come first, then \
+content matches with line numbers. project_name must come from the conversation or \
+workspace context; ask the user if unsure, never guess (a name no project folder has \
+is not_found). Good: query=\"kickoff\", project_name=\"Alpha\". Bad: \
+query=\"what was decided at the kickoff meeting\" (search for one or two words). \
+limit is 1–50. Returns full paths for acdm_read_nextcloud_file.";
 
 const READ_NEXTCLOUD_DESCRIPTION: &str = "\
-Read a file of one project's Nextcloud folder, in windows of at most max_bytes. \
-path must be a full path found with acdm_search_nextcloud, inside that project's \
-folder. Good: path=\"/Projects/Alpha/meetings/2026-11-03-kickoff.md\", \
-project_name=\"Alpha\". Bad: a path of another project, a relative path, or a \
-project_name that differs from the search's. When the answer says truncated, call \
-again with offset=next_offset.";
+Read a file of one project's Nextcloud folder, in windows of at most max_bytes \
+(up to the schema's maximum; a larger value is refused). path must be a full path \
+found with acdm_search_nextcloud, inside that project's folder. Good: \
+path=\"/Projects/Alpha/meetings/2026-11-03-kickoff.md\", project_name=\"Alpha\". \
+Bad: a path of another project, a relative path, or a project_name that differs \
+from the search's. When the answer says truncated, call again with \
+offset=next_offset.";
 
-/// The JSON Schema (2020-12) of `T` as an object, integer formats stripped.
+/// The JSON Schema (2020-12) of `T` as an object, integer formats and
+/// nulls stripped.
 fn schema_of<T: JsonSchema>(for_output: bool) -> JsonObject {
     let settings = if for_output {
         schemars::generate::SchemaSettings::draft2020_12().for_serialize()
@@ -83,6 +98,7 @@ fn schema_of<T: JsonSchema>(for_output: bool) -> JsonObject {
     match serde_json::to_value(schema) {
         Ok(mut value) => {
             strip_integer_formats(&mut value);
+            strip_nulls(&mut value);
             match value {
                 serde_json::Value::Object(object) => object,
                 _ => JsonObject::new(),
@@ -163,6 +179,37 @@ fn strip_integer_formats(value: &mut serde_json::Value) {
     }
 }
 
+/// schemars writes an `Option<T>` field as `"type": ["T", "null"]` (and an
+/// absent default as `"default": null`). Clients' strict schema checks warn
+/// on those type arrays, and this server never sends `null`: an optional
+/// input is simply not required (absent means its default), and an
+/// optional output field is omitted when it has no value. So every type
+/// array becomes its one non-null type, and null defaults go.
+fn strip_nulls(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(object) => {
+            if let Some(serde_json::Value::Array(types)) = object.get("type") {
+                let named: Vec<serde_json::Value> =
+                    types.iter().filter(|t| *t != "null").cloned().collect();
+                if let [only] = named.as_slice() {
+                    object.insert("type".to_owned(), only.clone());
+                } else {
+                    object.insert("type".to_owned(), named.into());
+                }
+            }
+            if object
+                .get("default")
+                .is_some_and(serde_json::Value::is_null)
+            {
+                object.remove("default");
+            }
+            object.values_mut().for_each(strip_nulls);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}
+
 fn tool<In: JsonSchema, Out: JsonSchema>(
     name: &'static str,
     title: &str,
@@ -185,8 +232,9 @@ fn tool<In: JsonSchema, Out: JsonSchema>(
 }
 
 /// The four tools, built once per router (the read tools advertise the
-/// configured window cap).
-fn catalog(limits: ReadLimits) -> Vec<Tool> {
+/// configured window cap; the file search says whether it matches
+/// contents, which depends on the store).
+fn catalog(limits: ReadLimits, searches_contents: bool) -> Vec<Tool> {
     vec![
         tool::<SearchWikiInput, SearchWikiOutput>(
             SEARCH_WIKI,
@@ -203,7 +251,11 @@ fn catalog(limits: ReadLimits) -> Vec<Tool> {
         tool::<SearchNextcloudInput, SearchNextcloudOutput>(
             SEARCH_NEXTCLOUD,
             "Search a project's files",
-            SEARCH_NEXTCLOUD_DESCRIPTION,
+            if searches_contents {
+                SEARCH_NEXTCLOUD_CONTENTS_DESCRIPTION
+            } else {
+                SEARCH_NEXTCLOUD_DESCRIPTION
+            },
             limits,
         ),
         tool::<ReadNextcloudInput, ReadOutput>(
@@ -225,7 +277,10 @@ pub struct KnowledgeServer {
 
 impl KnowledgeServer {
     pub(crate) fn new(tools: Tools, metrics: McpMetrics) -> Self {
-        let catalog = Arc::new(catalog(tools.limits));
+        let catalog = Arc::new(catalog(
+            tools.limits,
+            tools.sources.search.kind() == "local",
+        ));
         Self {
             tools,
             catalog,
@@ -248,15 +303,25 @@ impl KnowledgeServer {
 }
 
 /// Parses tool arguments strictly: unknown fields (a stray `project_id`)
-/// and wrong types are refused with a message naming them.
+/// and wrong types are refused with a message naming them — the field's
+/// path is part of the message (`limit: invalid type: string "ten"…`).
 fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, Failure> {
-    serde_json::from_value(serde_json::Value::Object(arguments)).map_err(|e| Failure {
-        code: acdm_core::ErrorCode::ValidationError,
-        // serde quotes the offending value whole: keep the message short.
-        message: format!("invalid arguments: {}", tools::clip(&e.to_string(), 300)),
-        suggested_action: Some(
-            "Call the tool again with the arguments its input schema describes.".to_owned(),
-        ),
+    serde_path_to_error::deserialize(serde_json::Value::Object(arguments)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        let problem = if path == "." {
+            inner
+        } else {
+            format!("{path}: {inner}")
+        };
+        Failure {
+            code: acdm_core::ErrorCode::ValidationError,
+            // serde quotes the offending value whole: keep the message short.
+            message: format!("invalid arguments: {}", tools::clip(&problem, 300)),
+            suggested_action: Some(
+                "Call the tool again with the arguments its input schema describes.".to_owned(),
+            ),
+        }
     })
 }
 
@@ -353,7 +418,7 @@ mod tests {
 
     #[test]
     fn the_catalog_has_four_read_only_tools_with_strict_bounded_schemas() {
-        let catalog = catalog(ReadLimits::default());
+        let catalog = catalog(ReadLimits::default(), false);
         let names: Vec<&str> = catalog.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(
             names,
@@ -400,6 +465,23 @@ mod tests {
             serde_json::Value::Object((*catalog[3].output_schema.clone().unwrap()).clone());
         assert_eq!(output["type"], "object");
         assert_eq!(output["anyOf"].as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn the_file_search_says_whether_it_matches_contents() {
+        let description = |contents: bool| {
+            catalog(ReadLimits::default(), contents)[2]
+                .description
+                .clone()
+                .unwrap()
+                .into_owned()
+        };
+        assert!(description(false).contains("names are matched, not contents"));
+        let local = description(true);
+        assert!(
+            local.contains("names and contents") && !local.contains("not contents"),
+            "{local}"
+        );
     }
 
     #[test]

@@ -5,11 +5,19 @@
 //! Nextcloud tools only ever touch `<NEXTCLOUD_BASE_PATH>/<project_name>/`:
 //! the project name is validated (not just the bare regex of the spec),
 //! read paths must lie inside that prefix segment by segment, and search
-//! hits outside it are dropped — so a wrong `project_name` finds nothing
-//! and never leaks another project's files.
+//! hits outside it are dropped — so a wrong `project_name` never leaks
+//! another project's files; it is `not_found`, naming the one folder that
+//! differs only in case when there is one. The trash beside the project
+//! folders (`<base>/.acdm-trash/`) is never read or listed, whatever the
+//! project name.
+//!
+//! Optional output fields are omitted when they have no value (never
+//! `null`), so their schemas can say a plain type.
 
+use acdm_core::events::trash_root;
 use acdm_core::{AbsPath, ErrorCode, PrefixError, ProjectName, RelPath};
-use acdm_sources::{EntryKind, GitRef, ReadRange, SourceError, Sources, WikiQuery};
+use acdm_sources::render::past_the_end;
+use acdm_sources::{EntryKind, GitRef, ReadRange, SourceError, Sources, WikiQuery, Window};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -70,7 +78,9 @@ pub(crate) struct ReadWikiInput {
     /// the `next_offset` of the previous answer.
     #[serde(default)]
     pub(crate) offset: u64,
-    /// How many bytes to read at most (default 32768, capped by the server).
+    /// How many bytes to read at most: 1 up to the server's cap (the
+    /// schema's `maximum`); default 32768. A larger value is refused, as a
+    /// `limit` outside its range is.
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub(crate) max_bytes: Option<u64>,
@@ -80,8 +90,9 @@ pub(crate) struct ReadWikiInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SearchNextcloudInput {
-    /// Words to find in file and folder names of the project (Nextcloud
-    /// matches names, not contents), e.g. "kickoff" or "budget".
+    /// One or two distinctive words to find in the project's files, e.g.
+    /// "kickoff" or "budget" (the tool's description says whether contents
+    /// are searched or only names).
     #[schemars(length(min = 1, max = 500))]
     pub(crate) query: String,
     /// The project's name exactly as it appears in the conversation or
@@ -110,7 +121,9 @@ pub(crate) struct ReadNextcloudInput {
     /// the `next_offset` of the previous answer.
     #[serde(default)]
     pub(crate) offset: u64,
-    /// How many bytes to read at most (default 32768, capped by the server).
+    /// How many bytes to read at most: 1 up to the server's cap (the
+    /// schema's `maximum`); default 32768. A larger value is refused, as a
+    /// `limit` outside its range is.
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub(crate) max_bytes: Option<u64>,
@@ -134,9 +147,12 @@ pub(crate) struct WikiHitOut {
 pub(crate) struct SearchWikiOutput {
     /// The query searched.
     query: String,
-    /// The folder searched, if narrowed.
+    /// The folder searched, if narrowed (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
     path_prefix: Option<String>,
-    /// How many matches the wiki counted in all, when it says.
+    /// How many matches the wiki counted in all, when it says (absent
+    /// otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
     total_count: Option<u64>,
     /// How many hits are returned here.
     returned: usize,
@@ -153,11 +169,14 @@ pub(crate) struct FileHitOut {
     path: String,
     /// The file or folder name.
     title: String,
-    /// `file`, `folder`, or null when unknown.
+    /// `file` or `folder`; absent when unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
     kind: Option<String>,
-    /// The 1-based matching line, for content matches.
+    /// The 1-based matching line, for content matches (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
     line: Option<u64>,
-    /// The matching line, for content matches.
+    /// The matching line, for content matches (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
     snippet: Option<String>,
 }
 
@@ -170,7 +189,9 @@ pub(crate) struct SearchNextcloudOutput {
     project_name: String,
     /// The folder every hit lies in.
     scope: String,
-    /// Nextcloud does not count matches: always null.
+    /// How many matches in all, when the search counts them; file searches
+    /// do not, so it is absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
     total_count: Option<u64>,
     /// How many hits are returned here.
     returned: usize,
@@ -191,7 +212,8 @@ pub(crate) struct ReadOutput {
     /// The project (Nextcloud only).
     #[serde(skip_serializing_if = "Option::is_none")]
     project_name: Option<String>,
-    /// The file's size in bytes, when known.
+    /// The file's size in bytes, when known (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
     size: Option<u64>,
     /// First byte of `content` in the file.
     offset: u64,
@@ -199,12 +221,15 @@ pub(crate) struct ReadOutput {
     returned_bytes: u64,
     /// True when the file continues after this window.
     truncated: bool,
-    /// Where to continue (pass it as `offset`), when truncated.
+    /// Where to continue (pass it as `offset`), when truncated (absent
+    /// otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
     next_offset: Option<u64>,
     /// `text` (UTF-8) or `base64` (binary content).
     #[schemars(with = "EncodingSchema")]
     encoding: Encoding,
-    /// The MIME type, when known.
+    /// The MIME type, when known (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
     content_type: Option<String>,
     /// The bytes, as text or base64.
     content: String,
@@ -229,7 +254,8 @@ pub(crate) struct ToolFailure {
     pub(crate) code: &'static str,
     /// What went wrong.
     pub(crate) message: String,
-    /// What to do next.
+    /// What to do next, when there is advice (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) suggested_action: Option<String>,
 }
 
@@ -321,13 +347,19 @@ impl Default for ReadLimits {
 }
 
 impl ReadLimits {
+    /// The window to read. One rule for every number a tool takes: a value
+    /// outside the range the schema advertises is refused, naming the field
+    /// and the range — `max_bytes` above the cap as `limit` above 50.
     fn window(&self, offset: u64, asked: Option<u64>) -> Result<ReadRange, Failure> {
-        let len = asked.unwrap_or(self.default_bytes).min(self.max_bytes);
-        if len == 0 {
+        let cap = self.max_bytes;
+        let len = asked.unwrap_or_else(|| self.default_bytes.min(cap));
+        if len == 0 || len > cap {
             return Err(Failure::invalid(
                 "max_bytes",
-                "must be at least 1",
-                "Omit max_bytes for the default window.",
+                format!("{len} is outside 1–{cap} (the server's window cap)"),
+                &format!(
+                    "Use max_bytes of at most {cap}, or omit it for the default window; read further windows with offset=next_offset."
+                ),
             ));
         }
         Ok(ReadRange::new(offset, len))
@@ -387,6 +419,28 @@ fn project_scope(base: &AbsPath, project_name: &str) -> Result<(ProjectName, Abs
     Ok((name, scope))
 }
 
+/// `n` and the noun, singular for one: "1 file", "2 files".
+fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A read that starts past the end of the file: a failure naming the
+/// file's size, so the model does not take the empty window for content.
+fn check_not_past_the_end(window: &Window, offset: u64) -> Result<(), Failure> {
+    match past_the_end(window, offset) {
+        Some(size) => Err(Failure::invalid(
+            "offset",
+            format!(
+                "{offset} is past the end of the file ({})",
+                count(size, "byte", "bytes")
+            ),
+            "Read from offset 0, or continue with the next_offset a truncated answer gave; there is nothing after the last byte.",
+        )),
+        None => Ok(()),
+    }
+}
+
 /// At most `max` characters of `text`, with `…` when cut.
 pub(crate) fn clip(text: &str, max: usize) -> String {
     let mut chars = text.chars();
@@ -416,24 +470,46 @@ fn escapes_scope(raw: &str, scope: &AbsPath) -> bool {
     if raw.is_empty() {
         return false;
     }
+    let resolved = resolve_loosely(raw);
+    let scope: Vec<String> = scope.segments().iter().map(|s| s.to_lowercase()).collect();
+    resolved.len() < scope.len() || resolved.iter().zip(&scope).any(|(a, b)| *a != b.as_str())
+}
+
+/// Whether a read path, normalised as loosely as [`escapes_scope`] does and
+/// compared without case, names something inside the trash
+/// (`<base>/.acdm-trash/`). Such a path is refused whatever the project
+/// name: the trash holds every project's kept copies.
+fn names_the_trash(raw: &str, base: &AbsPath) -> bool {
+    let resolved = resolve_loosely(raw);
+    let trash: Vec<String> = trash_root(base)
+        .segments()
+        .iter()
+        .map(|s| s.to_lowercase())
+        .collect();
+    resolved.len() >= trash.len() && resolved.iter().zip(&trash).all(|(a, b)| *a == b.as_str())
+}
+
+/// `raw` lower-cased, `%2e`/`%2f`/`%5c` decoded, backslashes as
+/// separators and dot segments resolved: where a lenient server might
+/// take it. Only ever used to choose a refusal, never to grant access.
+fn resolve_loosely(raw: &str) -> Vec<String> {
     let lowered = raw
         .to_lowercase()
         .replace("%2e", ".")
         .replace("%2f", "/")
         .replace("%5c", "/")
         .replace('\\', "/");
-    let mut resolved: Vec<&str> = Vec::new();
+    let mut resolved: Vec<String> = Vec::new();
     for segment in lowered.split('/') {
         match segment {
             "" | "." => {}
             ".." => {
                 resolved.pop();
             }
-            other => resolved.push(other),
+            other => resolved.push(other.to_owned()),
         }
     }
-    let scope: Vec<String> = scope.segments().iter().map(|s| s.to_lowercase()).collect();
-    resolved.len() < scope.len() || resolved.iter().zip(&scope).any(|(a, b)| *a != b.as_str())
+    resolved
 }
 
 fn suggestions(
@@ -535,11 +611,18 @@ impl Tools {
             hits,
         };
         let mut text = match output.total_count {
+            None | Some(0) if output.returned == 0 => {
+                format!("No wiki matches for \"{query}\"")
+            }
             Some(total) => format!(
-                "{} of {total} wiki matches for \"{query}\"",
-                output.returned
+                "{} of {} for \"{query}\"",
+                output.returned,
+                count(total, "wiki match", "wiki matches")
             ),
-            None => format!("{} wiki matches for \"{query}\"", output.returned),
+            None => format!(
+                "{} for \"{query}\"",
+                count(output.returned as u64, "wiki match", "wiki matches")
+            ),
         };
         if let Some(p) = &output.path_prefix {
             text.push_str(&format!(" under {p}/"));
@@ -581,6 +664,7 @@ impl Tools {
                 ),
                 other => Failure::source(&other, None),
             })?;
+        check_not_past_the_end(&read.window, range.offset)?;
         let rendered = render(&read.window, range.len);
         let output = ReadOutput {
             path: path.to_string(),
@@ -615,10 +699,12 @@ impl Tools {
             .search(query, limit, &scope)
             .await
             .map_err(|e| Failure::source(&e, None))?;
-        // The source filters already; this is the second, independent check.
+        // The source filters already; this is the second, independent check
+        // (and the trash is dropped whatever the scope).
+        let trash = trash_root(&self.files_base);
         let hits: Vec<FileHitOut> = found
             .into_iter()
-            .filter(|h| scope.contains(&h.path) && h.path != scope)
+            .filter(|h| scope.contains(&h.path) && h.path != scope && !trash.contains(&h.path))
             .take(limit)
             .map(|h| {
                 let path = h.path.to_string();
@@ -634,6 +720,11 @@ impl Tools {
                 }
             })
             .collect();
+        if hits.is_empty()
+            && let Some(missing) = self.missing_project(&name, &scope).await
+        {
+            return Err(missing);
+        }
         let names_only = self.sources.search.kind() == "nextcloud";
         let output = SearchNextcloudOutput {
             query: query.to_owned(),
@@ -645,8 +736,9 @@ impl Tools {
             hits,
         };
         let mut text = format!(
-            "{} files matching \"{query}\" in {}:\n",
-            output.returned, output.scope
+            "{} matching \"{query}\" in {}:\n",
+            count(output.returned as u64, "file", "files"),
+            output.scope
         );
         for (i, hit) in output.hits.iter().enumerate() {
             let kind = hit
@@ -685,6 +777,17 @@ impl Tools {
                 "Use a path that starts with the project's folder, as acdm_search_nextcloud returns it, and the same project_name.",
             )
         };
+        if names_the_trash(input.path.trim(), &self.files_base) {
+            return Err(Failure::new(
+                ErrorCode::PermissionDenied,
+                format!(
+                    "path inside the trash, which is not readable: {:?} (required prefix: {:?})",
+                    clip(&input.path, 300),
+                    scope.as_prefix()
+                ),
+                "The trash keeps replaced and deleted files for operators to restore; read files inside the project's folder, as acdm_search_nextcloud returns them.",
+            ));
+        }
         let rel = scope
             .strip_prefix_of(input.path.trim())
             .map_err(|e| match e {
@@ -705,26 +808,36 @@ impl Tools {
         }
         let range = self.limits.window(input.offset, input.max_bytes)?;
         let path = scope.join(&rel);
-        let stream = self
-            .sources
-            .files
-            .read(&path, range)
-            .await
-            .map_err(|e| match e {
-                SourceError::NotFound(_) => Failure::source(
-                    &e,
-                    Some("Search the project with acdm_search_nextcloud to find the exact path."),
-                ),
-                SourceError::Conflict(_) => Failure::source(
-                    &e,
-                    Some("This is a folder; search inside it with acdm_search_nextcloud."),
-                ),
-                other => Failure::source(&other, None),
-            })?;
+        if trash_root(&self.files_base).contains(&path) {
+            // Unreachable with a valid project name; kept as the last word.
+            return Err(Failure::new(
+                ErrorCode::PermissionDenied,
+                "path inside the trash, which is not readable",
+                "Read files inside the project's folder, as acdm_search_nextcloud returns them.",
+            ));
+        }
+        let read = self.sources.files.read(&path, range).await;
+        if matches!(read, Err(SourceError::NotFound(_)))
+            && let Some(missing) = self.missing_project(&name, &scope).await
+        {
+            return Err(missing);
+        }
+        let stream = read.map_err(|e| match e {
+            SourceError::NotFound(_) => Failure::source(
+                &e,
+                Some("Search the project with acdm_search_nextcloud to find the exact path."),
+            ),
+            SourceError::Conflict(_) => Failure::source(
+                &e,
+                Some("This is a folder; search inside it with acdm_search_nextcloud."),
+            ),
+            other => Failure::source(&other, None),
+        })?;
         let window = stream
             .collect(range.len)
             .await
             .map_err(|e| Failure::source(&e, None))?;
+        check_not_past_the_end(&window, range.offset)?;
         let rendered = render(&window, range.len);
         let output = ReadOutput {
             path: path.to_string(),
@@ -741,6 +854,52 @@ impl Tools {
         };
         let text = read_text(&output, &output.path.clone());
         success(&output, text)
+    }
+}
+
+impl Tools {
+    /// `not_found` when no project folder `<base>/<name>` exists — asked
+    /// only on the miss paths (a search without hits, a read of a missing
+    /// file), so a call that finds something costs no extra request. When
+    /// exactly one folder of the base differs from the name only in case,
+    /// the advice names it; hidden folders (the trash) are never named.
+    /// When the store cannot tell, the miss stands as it is.
+    async fn missing_project(&self, name: &ProjectName, scope: &AbsPath) -> Option<Failure> {
+        match self.sources.files.stat(scope).await {
+            Ok(entry) if entry.kind == EntryKind::Folder => return None,
+            Ok(_) | Err(SourceError::NotFound(_)) => {}
+            Err(error) => {
+                tracing::debug!(error = %error, "cannot tell whether the project folder exists");
+                return None;
+            }
+        }
+        let folded = name.folded();
+        let twins: Vec<String> = match self.sources.files.list(&self.files_base).await {
+            Ok(entries) => entries
+                .iter()
+                .filter(|e| e.kind == EntryKind::Folder)
+                .filter_map(|e| ProjectName::parse(e.name()).ok())
+                .filter(|n| n.folded() == folded && n != name)
+                .map(String::from)
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        let base = self.files_base.as_prefix();
+        let ask = "the project's exact name from the conversation or workspace context, or ask the user; do not try other spellings";
+        let action = match twins.as_slice() {
+            [twin] => format!(
+                "A folder named {twin:?} exists: if that is the project the user means, call again with project_name {twin:?}; otherwise take {ask}."
+            ),
+            _ => format!("Take {ask}."),
+        };
+        Some(Failure::new(
+            ErrorCode::NotFound,
+            format!(
+                "no project folder is named {:?} in {base} (project names are case-sensitive)",
+                name.as_str()
+            ),
+            action,
+        ))
     }
 }
 
@@ -820,13 +979,40 @@ mod tests {
     }
 
     #[test]
-    fn windows_are_capped_by_the_server() {
+    fn windows_above_the_cap_are_refused_naming_it() {
         let limits = ReadLimits {
             default_bytes: 100,
             max_bytes: 1000,
         };
         assert_eq!(limits.window(5, None).unwrap(), ReadRange::new(5, 100));
-        assert_eq!(limits.window(0, Some(50_000)).unwrap().len, 1000);
+        assert_eq!(limits.window(0, Some(1000)).unwrap().len, 1000);
+        let above = limits.window(0, Some(50_000)).unwrap_err();
+        assert_eq!(
+            above.message,
+            "invalid max_bytes: 50000 is outside 1–1000 (the server's window cap)"
+        );
         assert!(limits.window(0, Some(0)).is_err());
+    }
+
+    #[test]
+    fn paths_into_the_trash_are_recognised_in_any_spelling() {
+        let base = AbsPath::parse("/Projects").unwrap();
+        for path in [
+            "/Projects/.acdm-trash/alpha/e/0/x.md",
+            "/Projects/.ACDM-TRASH/alpha",
+            "/Projects/.acdm-trash",
+            "/Projects/Alpha/../.acdm-trash/beta/x",
+            "/Projects/Alpha/%2e%2e/.acdm-trash/beta/x",
+            "\\Projects\\.acdm-trash\\x",
+        ] {
+            assert!(names_the_trash(path, &base), "{path}");
+        }
+        for path in [
+            "/Projects/Alpha/.acdm-trash/x",
+            "/Projects/Alpha/notes/x.md",
+            "/Projects/.acdm-trash-not/x",
+        ] {
+            assert!(!names_the_trash(path, &base), "{path}");
+        }
     }
 }

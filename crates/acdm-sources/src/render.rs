@@ -55,6 +55,17 @@ fn binary_type(content_type: Option<&str>) -> bool {
     })
 }
 
+/// The file's size when a read asked from `offset` starts past its end:
+/// at or after the last byte of a file that has bytes (an empty file read
+/// from 0 is not past its end). A tool answers such a read with a failure
+/// naming the size, not an empty success the caller could take for
+/// content. (Stores may clamp the window's own offset to the size, so the
+/// offset asked for is what counts.)
+pub fn past_the_end(window: &Window, offset: u64) -> Option<u64> {
+    let offset = offset.max(window.offset);
+    window.size.filter(|size| offset > 0 && offset >= *size)
+}
+
 /// Renders `window` (read with a requested length of `requested`).
 pub fn render(window: &Window, requested: u64) -> Rendered {
     let bytes = &window.bytes[..];
@@ -117,6 +128,28 @@ mod tests {
         assert_eq!((r.truncated, r.next_offset), (true, Some(5)));
         let r = render(&window(b"world", 6, 11, None), 5);
         assert_eq!((r.truncated, r.next_offset), (false, None));
+    }
+
+    #[test]
+    fn a_window_at_or_after_the_end_of_a_file_is_past_it() {
+        assert_eq!(past_the_end(&window(b"", 11, 11, None), 11), Some(11));
+        assert_eq!(past_the_end(&window(b"", 500, 11, None), 500), Some(11));
+        assert_eq!(
+            past_the_end(&window(b"", 11, 11, None), 500),
+            Some(11),
+            "a store that clamps the window's offset"
+        );
+        assert_eq!(past_the_end(&window(b"d", 10, 11, None), 10), None);
+        assert_eq!(
+            past_the_end(&window(b"", 0, 0, None), 0),
+            None,
+            "empty file"
+        );
+        let unknown = Window {
+            size: None,
+            ..window(b"", 500, 0, None)
+        };
+        assert_eq!(past_the_end(&unknown, 500), None);
     }
 
     #[test]

@@ -21,6 +21,28 @@ pub(crate) fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }
 
+/// Why `slug` and `name` cannot be used, given the `(slug, name)` rows that
+/// may collide: the slug is taken, the name is taken, or an existing name
+/// differs from it only in case. Names the existing project.
+fn taken(slug: &ProjectSlug, name: &ProjectName, rows: &[(String, String)]) -> Option<String> {
+    if rows.iter().any(|(s, _)| s == slug.as_str()) {
+        return Some(format!("a project with slug `{slug}` already exists"));
+    }
+    if rows.iter().any(|(_, n)| n == name.as_str()) {
+        return Some(format!(
+            "a project named `{name}` already exists; its folder would be shared"
+        ));
+    }
+    let key = name.folded();
+    rows.iter()
+        .find(|(_, n)| ProjectName::parse(n).map_or_else(|_| n.to_lowercase() == key, |n| n.folded() == key))
+        .map(|(s, n)| {
+            format!(
+                "a project named `{n}` (slug `{s}`) already exists; `{name}` differs only in case, and on a case-insensitive file store the two would share one folder"
+            )
+        })
+}
+
 /// The id of the project `slug`, inside a transaction (`NotFound` if none).
 macro_rules! project_id_for {
     ($tx:expr, $slug:expr) => {
@@ -155,7 +177,11 @@ pub struct AgentMountChange {
 
 impl Store {
     /// Creates a project and its default writable mount `project` at
-    /// `<files_base>/<name>`.
+    /// `<files_base>/<name>`. A taken slug, a taken name, or a name that
+    /// differs from a project's only in case (`ALPHA` beside `Alpha`; they
+    /// would share one folder on a case-insensitive file store) is a
+    /// `Conflict` naming the existing project — also when two such creates
+    /// race (the unique index on `name_key` lets only one in).
     pub async fn create_project(
         &self,
         slug: &ProjectSlug,
@@ -165,41 +191,73 @@ impl Store {
         let id = ProjectId::new_random().to_string();
         let created_at = now();
         let root = files_base.child(name).to_string();
-        with_pool!(&self.pool, p => {
+        let key = name.folded();
+        let lost_race = with_pool!(&self.pool, p => {
             let mut tx = p.begin_write().await?;
-            let taken: Option<(String, String)> =
-                sqlx::query_as("SELECT slug, name FROM projects WHERE slug = $1 OR name = $2 LIMIT 1")
-                    .bind(slug.as_str())
-                    .bind(name.as_str())
-                    .fetch_optional(&mut *tx)
-                    .await?;
-            if let Some((taken_slug, _)) = taken {
-                return Err(StoreError::Conflict(if taken_slug == slug.as_str() {
-                    format!("a project with slug `{slug}` already exists")
-                } else {
-                    format!("a project named `{name}` already exists; its folder would be shared")
-                }));
+            let rows: Vec<(String, String)> = sqlx::query_as(
+                "SELECT slug, name FROM projects \
+                 WHERE slug = $1 OR name = $2 OR name_key = $3 OR name_key IS NULL",
+            )
+            .bind(slug.as_str())
+            .bind(name.as_str())
+            .bind(&key)
+            .fetch_all(&mut *tx)
+            .await?;
+            if let Some(message) = taken(slug, name, &rows) {
+                return Err(StoreError::Conflict(message));
             }
-            sqlx::query("INSERT INTO projects (id, slug, name, created_at) VALUES ($1, $2, $3, $4)")
-                .bind(&id)
-                .bind(slug.as_str())
-                .bind(name.as_str())
-                .bind(created_at)
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query(
-                "INSERT INTO project_mounts (project_id, name, root, writable, updated_at) \
+            let inserted = sqlx::query(
+                "INSERT INTO projects (id, slug, name, name_key, created_at) \
                  VALUES ($1, $2, $3, $4, $5)",
             )
             .bind(&id)
-            .bind(acdm_core::domain::DEFAULT_MOUNT)
-            .bind(&root)
-            .bind(true)
+            .bind(slug.as_str())
+            .bind(name.as_str())
+            .bind(&key)
             .bind(created_at)
             .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
+            .await
+            .map_err(StoreError::from);
+            match inserted {
+                // Another create committed the same slug, name or key since
+                // the check: this transaction is dropped (rolled back).
+                Err(StoreError::Conflict(_)) => true,
+                Err(other) => return Err(other),
+                Ok(_) => {
+                    sqlx::query(
+                        "INSERT INTO project_mounts (project_id, name, root, writable, updated_at) \
+                         VALUES ($1, $2, $3, $4, $5)",
+                    )
+                    .bind(&id)
+                    .bind(acdm_core::domain::DEFAULT_MOUNT)
+                    .bind(&root)
+                    .bind(true)
+                    .bind(created_at)
+                    .execute(&mut *tx)
+                    .await?;
+                    tx.commit().await?;
+                    false
+                }
+            }
         });
+        if lost_race {
+            let rows: Vec<(String, String)> = with_pool!(&self.pool, p => {
+                sqlx::query_as(
+                    "SELECT slug, name FROM projects \
+                     WHERE slug = $1 OR name = $2 OR name_key = $3 OR name_key IS NULL",
+                )
+                .bind(slug.as_str())
+                .bind(name.as_str())
+                .bind(&key)
+                .fetch_all(p)
+                .await?
+            });
+            return Err(StoreError::Conflict(
+                taken(slug, name, &rows).unwrap_or_else(|| {
+                    format!("a project with slug `{slug}` or a name like `{name}` was just created")
+                }),
+            ));
+        }
         tracing::info!(project = %slug, "project created");
         self.project(slug).await
     }

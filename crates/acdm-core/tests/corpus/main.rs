@@ -19,6 +19,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use acdm_core::events::trash_root;
 use acdm_core::{AbsPath, ProjectName, RelPath};
 use unicode_normalization::UnicodeNormalization;
 
@@ -92,6 +93,15 @@ const HAND_WRITTEN: &[&str] = &[
     "./../Beta",
     "Alpha/../Beta",
     "/Projects/Beta/x",
+    // The trash beside the projects, in several spellings.
+    ".acdm-trash",
+    ".ACDM-TRASH",
+    ".Acdm-Trash",
+    ".acdm-trash/alpha/x.md",
+    "../.acdm-trash/alpha/x.md",
+    "/Projects/.acdm-trash/alpha/x.md",
+    "\u{FF0E}acdm-trash",
+    ".acdm-trash\u{200B}",
 ];
 
 fn payloads() -> BTreeSet<String> {
@@ -235,6 +245,20 @@ fn no_corpus_payload_becomes_a_project_name_that_escapes() {
             accepted += 1;
             let folder = base.child(&name);
             assert_eq!(folder.segments().len(), 2, "{payload:?}");
+            assert!(
+                !name.as_str().starts_with('.'),
+                "{payload:?}: a hidden folder is never a project"
+            );
+            let trash = trash_root(&base);
+            assert!(
+                !trash.contains(&folder) && !folder.contains(&trash),
+                "{payload:?}: the project folder {folder} meets the trash"
+            );
+            assert_ne!(
+                name.folded(),
+                ".acdm-trash",
+                "{payload:?}: the trash in another case"
+            );
             let rel = RelPath::parse(name.as_str()).unwrap();
             assert_lands_inside(&base, &rel, &payload);
         }

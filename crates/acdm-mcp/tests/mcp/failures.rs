@@ -337,3 +337,23 @@ async fn health_is_cached_so_probes_cannot_hammer_upstreams() {
         "twenty probes, one check of the source"
     );
 }
+
+#[tokio::test]
+async fn trash_hits_are_dropped_even_when_the_source_returns_them() {
+    let (mcp, _) = careless_mcp(vec![
+        hit("/Projects/.acdm-trash/alpha/e/0/kickoff.md"),
+        hit("/Projects/Alpha/notes/kickoff.md"),
+    ]);
+    for project in ["Alpha", ".acdm-trash"] {
+        let result = mcp
+            .tool(
+                "acdm_search_nextcloud",
+                json!({"query": "kickoff", "project_name": project}),
+            )
+            .await;
+        assert!(
+            !result.to_string().contains(".acdm-trash/alpha"),
+            "{project}: {result}"
+        );
+    }
+}

@@ -63,7 +63,28 @@ pub(crate) fn fixture(wiki: &Path, files: &Path) {
         "Projects/Beta/kickoff.md",
         b"# Beta kickoff\nsecret\n",
     );
+    // What the BFF's journal keeps: every project's replaced and deleted
+    // files, beside the project folders.
+    for (path, content) in TRASH {
+        write(files, path, content.as_bytes());
+    }
+    // Two folders that differ only in case (a case-sensitive store).
+    write(files, "Projects/Delta/a.md", b"delta");
+    write(files, "Projects/DELTA/a.md", b"DELTA");
 }
+
+/// Files in the trash (`/Projects/.acdm-trash/<slug>/<event>/<n>/<name>`);
+/// their content must never come back from a tool.
+pub(crate) const TRASH: &[(&str, &str)] = &[
+    (
+        "Projects/.acdm-trash/alpha/6f1c1c1e-6b0b-4e53-9a38-2d1f7cf6b8a1/0/kickoff.md",
+        "kept copy of alpha's kickoff",
+    ),
+    (
+        "Projects/.acdm-trash/beta/0c8d2f6a-3c5e-4b7a-9b1d-6f1c1f7e9e10/0/kickoff.md",
+        "kept copy of beta's kickoff",
+    ),
+];
 
 pub(crate) fn settings() -> McpSettings {
     McpSettings {

@@ -54,6 +54,7 @@ async fn upstream(recorder: Recorder, request: Request) -> Response {
             entry("/Projects/Alpha/notes/x.md"), entry("/Projects/Beta/secret.md"),
             entry("/Projects/Alpha/../Beta/secret.md"), entry("/Projects/Alpha-evil/x.md"),
             entry("/other/x.md"), entry("../../etc/passwd"),
+            entry("/Projects/.acdm-trash/alpha/e/0/x.md"),
         ]}}});
         return axum::Json(body).into_response();
     }
@@ -88,6 +89,11 @@ fn corpus() -> BTreeSet<String> {
         "Alpha-evil",
         "/Projects/Beta/x",
         "//evil.example/x",
+        ".acdm-trash",
+        ".ACDM-TRASH",
+        ".acdm-trash/alpha/e/0/x.md",
+        "../.acdm-trash/alpha/e/0/x.md",
+        "/Projects/.acdm-trash/alpha/e/0/x.md",
     ]
     .into_iter()
     .map(str::to_owned)
@@ -166,6 +172,7 @@ impl Check<'_> {
             return;
         };
         let prefix = ["remote.php", "dav", "files", "u", "Projects", name.as_str()];
+        let base = prefix.get(..5).unwrap();
         for request in &seen {
             self.requests += 1;
             if request.contains(" /ocs/") {
@@ -174,7 +181,21 @@ impl Check<'_> {
             let landed = landing(request)
                 .unwrap_or_else(|| panic!("{arguments}: dot segment or garbage in {request}"));
             assert!(
-                landed.len() > prefix.len() && landed.iter().zip(prefix).all(|(a, b)| a == b),
+                !(landed.len() > base.len()
+                    && landed.iter().zip(base).all(|(a, b)| a == b)
+                    && landed
+                        .get(base.len())
+                        .is_some_and(|s| s.eq_ignore_ascii_case(".acdm-trash"))),
+                "{arguments}: {request} reaches the trash"
+            );
+            // When a search finds nothing or a read misses, the tool looks
+            // whether the project folder exists (and lists the base for a
+            // name differing only in case): PROPFINDs, nothing else.
+            let probe = request.starts_with("PROPFIND ") && (landed == prefix || landed == base);
+            assert!(
+                probe
+                    || (landed.len() > prefix.len()
+                        && landed.iter().zip(prefix).all(|(a, b)| a == b)),
                 "{arguments}: {request} lands at {landed:?}, outside /Projects/{name}/"
             );
         }

@@ -138,14 +138,15 @@ async fn reads_come_in_windows_that_reassemble_the_file() {
         assert_eq!(text, big_text(), "{tool}: the windows cut no character");
         assert!(calls >= 10, "{tool}: {calls} windows");
     }
-    // The server caps a window whatever is asked.
+    // The server never serves more than its cap: a larger window is
+    // refused, naming the cap (like a limit out of range).
     let capped = mcp
         .tool(
             "acdm_read_wiki_file",
             json!({"path": "big.md", "max_bytes": 10_000_000}),
         )
         .await;
-    assert!(ok(&capped)["returned_bytes"].as_u64().unwrap() <= 64 * 1024);
+    assert_eq!(error_code(&capped), "validation_error", "{capped}");
     let default = mcp
         .tool("acdm_read_wiki_file", json!({"path": "big.md"}))
         .await;
@@ -204,7 +205,12 @@ async fn nextcloud_search_stays_inside_the_project() {
             json!({"query": "kickoff", "project_name": "Gamma"}),
         )
         .await;
-    assert_eq!(ok(&wrong)["returned"], 0, "a wrong name finds nothing");
+    assert_eq!(
+        error_code(&wrong),
+        "not_found",
+        "a wrong name finds nothing, and says so: {wrong}"
+    );
+    assert!(!wrong.to_string().contains("Beta"), "{wrong}");
 }
 
 #[tokio::test]
@@ -401,4 +407,335 @@ async fn bad_arguments_are_tool_errors_and_an_unknown_tool_is_a_protocol_error()
         )
         .await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}
+
+/// Searches and reads that aim at the trash (`/Projects/.acdm-trash/…`),
+/// which keeps the replaced and deleted files of every project.
+pub(crate) fn trash_attempts() -> Vec<(&'static str, serde_json::Value)> {
+    let kept = "/Projects/.acdm-trash/alpha/6f1c1c1e-6b0b-4e53-9a38-2d1f7cf6b8a1/0/kickoff.md";
+    let mut attempts = Vec::new();
+    for project in [
+        ".acdm-trash",
+        ".ACDM-TRASH",
+        ".Acdm-Trash",
+        ".acdm-trash/alpha",
+    ] {
+        attempts.push((
+            "acdm_search_nextcloud",
+            json!({"query": "kickoff", "project_name": project}),
+        ));
+        attempts.push((
+            "acdm_read_nextcloud_file",
+            json!({"path": kept, "project_name": project}),
+        ));
+        attempts.push((
+            "acdm_read_nextcloud_file",
+            json!({"path": kept.replace(".acdm-trash", project), "project_name": project}),
+        ));
+    }
+    for path in [
+        kept.to_owned(),
+        kept.replace(".acdm-trash", ".ACDM-TRASH"),
+        kept.replace("/Projects/", "/Projects/Alpha/../"),
+        kept.replace("/Projects/", "/Projects/Alpha/%2e%2e/"),
+    ] {
+        attempts.push((
+            "acdm_read_nextcloud_file",
+            json!({"path": path, "project_name": "Alpha"}),
+        ));
+    }
+    attempts
+}
+
+#[tokio::test]
+async fn the_trash_is_never_listed_or_read_through_either_tool() {
+    let mcp = Mcp::local();
+    for (tool, arguments) in trash_attempts() {
+        let result = mcp.tool(tool, arguments.clone()).await;
+        let code = error_code(&result);
+        assert!(
+            ["validation_error", "permission_denied"].contains(&code.as_str()),
+            "{tool} {arguments}: {result}"
+        );
+        let shown = result.to_string();
+        assert!(
+            !shown.contains("kept copy") && !shown.contains("\"hits\""),
+            "{tool} {arguments}: the trash leaked: {shown}"
+        );
+    }
+    let by_name = mcp
+        .tool(
+            "acdm_search_nextcloud",
+            json!({"query": "kickoff", "project_name": ".acdm-trash"}),
+        )
+        .await;
+    let message = by_name["structuredContent"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("invalid project_name") && message.contains("reserved"),
+        "{message}"
+    );
+    let by_path = mcp
+        .tool(
+            "acdm_read_nextcloud_file",
+            json!({"path": "/Projects/.acdm-trash/alpha/x/0/kickoff.md", "project_name": "Alpha"}),
+        )
+        .await;
+    assert_eq!(error_code(&by_path), "permission_denied");
+    assert!(
+        by_path["structuredContent"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("(required prefix: \"/Projects/Alpha/\")"),
+        "{by_path}"
+    );
+    let text = by_path["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("the trash") && text.contains("not readable"),
+        "the model learns why: {text}"
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_project_name_is_not_found_and_the_one_case_twin_is_suggested() {
+    let mcp = Mcp::local();
+    let slug = mcp
+        .tool(
+            "acdm_search_nextcloud",
+            json!({"query": "kickoff", "project_name": "alpha"}),
+        )
+        .await;
+    assert_eq!(error_code(&slug), "not_found", "{slug}");
+    let message = slug["structuredContent"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("no project folder is named \"alpha\"")
+            && message.contains("case-sensitive"),
+        "{message}"
+    );
+    let action = slug["structuredContent"]["suggested_action"]
+        .as_str()
+        .unwrap();
+    assert!(
+        action.contains("project_name \"Alpha\"") && action.contains("ask the user"),
+        "{action}"
+    );
+    let read = mcp
+        .tool(
+            "acdm_read_nextcloud_file",
+            json!({"path": "/Projects/alpha/notes/kickoff.md", "project_name": "alpha"}),
+        )
+        .await;
+    assert_eq!(error_code(&read), "not_found", "{read}");
+    assert!(
+        read["structuredContent"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no project folder is named \"alpha\""),
+        "{read}"
+    );
+    assert!(
+        read["structuredContent"]["suggested_action"]
+            .as_str()
+            .unwrap()
+            .contains("project_name \"Alpha\""),
+        "{read}"
+    );
+    // No folder at all, or two that differ only in case: nothing to suggest.
+    for project in ["Gamma", "delta"] {
+        let result = mcp
+            .tool(
+                "acdm_search_nextcloud",
+                json!({"query": "kickoff", "project_name": project}),
+            )
+            .await;
+        assert_eq!(error_code(&result), "not_found", "{project}: {result}");
+        let action = result["structuredContent"]["suggested_action"]
+            .as_str()
+            .unwrap();
+        assert!(
+            action.contains("workspace context") && !action.contains("project_name \""),
+            "{project}: {action}"
+        );
+        assert!(!result.to_string().contains("acdm-trash"), "{result}");
+    }
+    // The project exists but nothing matches: an empty search, as before.
+    let empty = mcp
+        .tool(
+            "acdm_search_nextcloud",
+            json!({"query": "nothing-like-this", "project_name": "Alpha"}),
+        )
+        .await;
+    assert_eq!(ok(&empty)["returned"], 0);
+    // A missing file in an existing project stays a missing file.
+    let missing = mcp
+        .tool(
+            "acdm_read_nextcloud_file",
+            json!({"path": "/Projects/Alpha/missing.md", "project_name": "Alpha"}),
+        )
+        .await;
+    assert_eq!(error_code(&missing), "not_found");
+    assert!(
+        !missing["structuredContent"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no project folder"),
+        "{missing}"
+    );
+}
+
+#[tokio::test]
+async fn no_schema_in_tools_list_uses_a_type_array_or_null() {
+    let mcp = Mcp::local();
+    let list = mcp.rpc("tools/list", json!({})).await;
+    fn walk(value: &serde_json::Value, at: &str, problems: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(object) => {
+                for (key, child) in object {
+                    let here = format!("{at}/{key}");
+                    if key == "type" && !child.is_string() {
+                        problems.push(format!("{here}: {child}"));
+                    }
+                    if child.is_null() || (key == "type" && child == "null") {
+                        problems.push(format!("{here}: null"));
+                    }
+                    walk(child, &here, problems);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    walk(child, &format!("{at}/{i}"), problems);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut problems = Vec::new();
+    for tool in list["result"]["tools"].as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        walk(
+            &tool["inputSchema"],
+            &format!("{name}/input"),
+            &mut problems,
+        );
+        walk(
+            &tool["outputSchema"],
+            &format!("{name}/output"),
+            &mut problems,
+        );
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+    // Optional inputs are simply not required.
+    let read = &list["result"]["tools"][3]["inputSchema"];
+    assert_eq!(read["properties"]["max_bytes"]["type"], "integer");
+    assert_eq!(read["required"], json!(["path", "project_name"]), "{read}");
+}
+
+#[tokio::test]
+async fn reads_past_the_end_and_numbers_out_of_range_are_refused_naming_the_field() {
+    let mcp = Mcp::local();
+    for (tool, arguments, needles) in [
+        (
+            "acdm_read_nextcloud_file",
+            json!({"path": "/Projects/Alpha/notes/kickoff.md", "project_name": "Alpha", "offset": 1000}),
+            vec!["offset", "1000", "36 bytes"],
+        ),
+        (
+            "acdm_read_wiki_file",
+            json!({"path": "README.md", "offset": 30}),
+            vec!["offset", "30", "30 bytes"],
+        ),
+        (
+            "acdm_read_wiki_file",
+            json!({"path": "big.md", "max_bytes": 10_000_000}),
+            vec!["max_bytes", "65536"],
+        ),
+        (
+            "acdm_read_nextcloud_file",
+            json!({"path": "/Projects/Alpha/big.txt", "project_name": "Alpha", "max_bytes": 65_537}),
+            vec!["max_bytes", "65536"],
+        ),
+        (
+            "acdm_search_nextcloud",
+            json!({"query": "x", "project_name": "Alpha", "limit": 51}),
+            vec!["limit", "50"],
+        ),
+        (
+            "acdm_search_wiki",
+            json!({"query": 42}),
+            vec!["query", "invalid type"],
+        ),
+        (
+            "acdm_search_wiki",
+            json!({"query": "x", "limit": "ten"}),
+            vec!["limit", "invalid type"],
+        ),
+        (
+            "acdm_read_nextcloud_file",
+            json!({"path": "/Projects/Alpha/big.txt", "project_name": "Alpha", "offset": -1}),
+            vec!["offset"],
+        ),
+    ] {
+        let result = mcp.tool(tool, arguments.clone()).await;
+        assert_eq!(
+            error_code(&result),
+            "validation_error",
+            "{tool} {arguments}"
+        );
+        let message = result["structuredContent"]["message"].as_str().unwrap();
+        for needle in needles {
+            assert!(message.contains(needle), "{tool} {arguments}: {message}");
+        }
+    }
+    // The last byte, and an empty file, are still fine.
+    let last = mcp
+        .tool(
+            "acdm_read_nextcloud_file",
+            json!({"path": "/Projects/Alpha/notes/kickoff.md", "project_name": "Alpha", "offset": 35}),
+        )
+        .await;
+    assert_eq!(ok(&last)["content"], "\n");
+    let cap = mcp
+        .tool(
+            "acdm_read_wiki_file",
+            json!({"path": "big.md", "max_bytes": 65_536}),
+        )
+        .await;
+    assert!(ok(&cap)["returned_bytes"].as_u64().unwrap() > 60_000);
+}
+
+#[tokio::test]
+async fn readable_texts_count_in_words_a_person_would_write() {
+    let mcp = Mcp::local();
+    let one = mcp
+        .tool(
+            "acdm_search_nextcloud",
+            json!({"query": "kickoff", "project_name": "Alpha"}),
+        )
+        .await;
+    let text = one["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("1 file matching \"kickoff\" in /Projects/Alpha/"),
+        "{text}"
+    );
+    let none = mcp
+        .tool("acdm_search_wiki", json!({"query": "no such words here"}))
+        .await;
+    let text = none["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("No wiki matches for \"no such words here\""),
+        "{text}"
+    );
+    let single = mcp
+        .tool("acdm_search_wiki", json!({"query": "blue/green"}))
+        .await;
+    let text = single["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("1 of 1 wiki match for \"blue/green\""),
+        "{text}"
+    );
+    let list = mcp.rpc("tools/list", json!({})).await;
+    let description = list["result"]["tools"][2]["description"].as_str().unwrap();
+    assert!(
+        description.contains("names and contents") && !description.contains("not contents"),
+        "the local store searches contents too: {description}"
+    );
 }

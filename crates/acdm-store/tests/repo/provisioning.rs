@@ -104,6 +104,87 @@ async fn taken_slugs_and_names_are_conflicts_with_clear_messages() {
 }
 
 #[tokio::test]
+async fn names_differing_only_in_case_are_conflicts_naming_the_existing_project() {
+    for db in migrated().await {
+        let s = &db.store;
+        s.create_project(&slug("alpha"), &name("Alpha"), &base())
+            .await
+            .unwrap();
+        s.create_project(&slug("strasse"), &name("Straße"), &base())
+            .await
+            .unwrap();
+        for (twin_slug, twin, existing) in [
+            ("alpha-2", "ALPHA", "`Alpha` (slug `alpha`)"),
+            ("alpha-3", "alpha", "`Alpha` (slug `alpha`)"),
+            ("alpha-4", "aLpHa", "`Alpha` (slug `alpha`)"),
+            ("strasse-2", "STRASSE", "`Straße` (slug `strasse`)"),
+        ] {
+            let err = s
+                .create_project(&slug(twin_slug), &name(twin), &base())
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, StoreError::Conflict(m) if m.contains(existing) && m.contains("case")),
+                "{}: {twin}: {err}",
+                db.name
+            );
+        }
+        assert_eq!(
+            s.list_projects().await.unwrap().len(),
+            2,
+            "{}: no twin created",
+            db.name
+        );
+        // A different name that merely contains the other is fine.
+        s.create_project(&slug("alpha-two"), &name("Alpha Two"), &base())
+            .await
+            .unwrap();
+        db.finish().await;
+    }
+}
+
+#[tokio::test]
+async fn of_two_concurrent_case_twins_exactly_one_is_created() {
+    for db in migrated().await {
+        let other = db.open_again().await;
+        for round in 0..5 {
+            let (a, b) = (format!("p{round}-a"), format!("p{round}-b"));
+            let (upper, lower) = (format!("Project {round}"), format!("PROJECT {round}"));
+            let (slug_a, slug_b) = (slug(&a), slug(&b));
+            let (name_a, name_b, files) = (name(&upper), name(&lower), base());
+            let (first, second) = tokio::join!(
+                db.store.create_project(&slug_a, &name_a, &files),
+                other.create_project(&slug_b, &name_b, &files),
+            );
+            assert!(
+                first.is_ok() != second.is_ok(),
+                "{}: round {round}: {first:?} / {second:?}",
+                db.name
+            );
+            let err = first.err().or(second.err()).unwrap();
+            assert!(
+                matches!(&err, StoreError::Conflict(m) if m.contains("differs only in case")),
+                "{}: {err}",
+                db.name
+            );
+        }
+        assert_eq!(db.store.list_projects().await.unwrap().len(), 5);
+        other.close().await;
+        db.finish().await;
+    }
+}
+
+#[test]
+fn reserved_and_hidden_names_never_reach_provisioning() {
+    for reserved in [".acdm-trash", ".ACDM-TRASH", ".hidden", ".htaccess"] {
+        assert!(
+            ProjectName::parse(reserved).is_err(),
+            "{reserved} is not a project name"
+        );
+    }
+}
+
+#[tokio::test]
 async fn members_are_added_changed_and_removed() {
     for db in migrated().await {
         let s = &db.store;
