@@ -31,7 +31,9 @@ use crate::path::{AbsPath, PathError};
 pub const TRASH_FOLDER: &str = ".acdm-trash";
 
 /// An event's id: a random UUID.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(transparent)]
 pub struct EventId(Uuid);
 

@@ -9,6 +9,7 @@
 //! when serialised, so a client sends only what it sets.
 
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::events::EventId;
@@ -34,8 +35,37 @@ crate::ops::operations!(
     }
 );
 
+impl NcOp {
+    /// The JSON Schema of the operation's request body, generated from the
+    /// very type the BFF parses.
+    pub fn request_schema(self) -> schemars::Schema {
+        match self {
+            Self::ListMounts => schemars::schema_for!(ListMountsRequest),
+            Self::List => schemars::schema_for!(ListRequest),
+            Self::Read => schemars::schema_for!(ReadRequest),
+            Self::Search => schemars::schema_for!(SearchRequest),
+            Self::Write => schemars::schema_for!(WriteRequest),
+            Self::Delete => schemars::schema_for!(DeleteRequest),
+            Self::Move => schemars::schema_for!(MoveRequest),
+        }
+    }
+
+    /// The JSON Schema of the `data` of its success.
+    pub fn data_schema(self) -> schemars::Schema {
+        match self {
+            Self::ListMounts => schemars::schema_for!(MountsData),
+            Self::List => schemars::schema_for!(ListData),
+            Self::Read => schemars::schema_for!(ReadData),
+            Self::Search => schemars::schema_for!(SearchData),
+            Self::Write => schemars::schema_for!(WriteData),
+            Self::Delete => schemars::schema_for!(DeleteData),
+            Self::Move => schemars::schema_for!(MoveData),
+        }
+    }
+}
+
 /// How file content travels: UTF-8 text, or base64 of the bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Encoding {
     /// UTF-8 text.
@@ -58,12 +88,12 @@ fn is_true(value: &bool) -> bool {
 }
 
 /// `list_mounts`: no fields.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListMountsRequest {}
 
 /// One mount of the project.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MountInfo {
     /// Its name (`project` is the default mount).
     pub name: String,
@@ -72,14 +102,14 @@ pub struct MountInfo {
 }
 
 /// `list_mounts` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MountsData {
     /// The project's mounts, by name.
     pub mounts: Vec<MountInfo>,
 }
 
 /// `list`: one folder level.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListRequest {
     /// The folder, relative to the mount root (`""` for the root).
@@ -91,7 +121,7 @@ pub struct ListRequest {
 }
 
 /// One entry of a folder.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct EntryInfo {
     /// Its name.
     pub name: String,
@@ -108,7 +138,7 @@ pub struct EntryInfo {
 }
 
 /// `list` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ListData {
     /// The mount listed.
     pub mount: String,
@@ -121,7 +151,7 @@ pub struct ListData {
 }
 
 /// `read`: a window of a file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadRequest {
     /// The file, relative to the mount root.
@@ -142,7 +172,7 @@ fn is_zero(value: &u64) -> bool {
 }
 
 /// `read` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ReadData {
     /// The mount read.
     pub mount: String,
@@ -169,7 +199,7 @@ pub struct ReadData {
 }
 
 /// `search`: files inside the project's mounts.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchRequest {
     /// What to look for (1–500 characters).
@@ -183,7 +213,7 @@ pub struct SearchRequest {
 }
 
 /// One search hit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HitInfo {
     /// The mount it is in.
     pub mount: String,
@@ -198,7 +228,7 @@ pub struct HitInfo {
 }
 
 /// `search` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchData {
     /// The hits.
     pub hits: Vec<HitInfo>,
@@ -207,7 +237,7 @@ pub struct SearchData {
 }
 
 /// `write`: create or overwrite a whole file (parents are created).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteRequest {
     /// The file, relative to the mount root.
@@ -226,7 +256,7 @@ pub struct WriteRequest {
 }
 
 /// `write` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WriteData {
     /// The mount written.
     pub mount: String,
@@ -243,7 +273,7 @@ pub struct WriteData {
 }
 
 /// `delete`: a dry run unless `dry_run` is false.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteRequest {
     /// The file or folder, relative to the mount root.
@@ -267,7 +297,7 @@ impl Default for DeleteRequest {
 }
 
 /// One item a delete would remove.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PreviewEntry {
     /// Its path relative to the mount root.
     pub rel_path: String,
@@ -278,7 +308,7 @@ pub struct PreviewEntry {
 }
 
 /// `delete` data: the preview for a dry run, the event for a real one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DeleteData {
     /// True for a dry run (nothing changed).
     pub dry_run: bool,
@@ -301,7 +331,7 @@ pub struct DeleteData {
 }
 
 /// `move`: rename or move a file or folder inside a mount.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MoveRequest {
     /// The item, relative to the mount root.
@@ -317,7 +347,7 @@ pub struct MoveRequest {
 }
 
 /// `move` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MoveData {
     /// The mount.
     pub mount: String,

@@ -2,13 +2,15 @@
 //!
 //! A dev-dependency only (`publish = false`); no production crate links it.
 //! [`wsgidav`] starts the real WebDAV server the file-store contract suite
-//! and the BFF's black-box suite run against.
+//! and the BFF's black-box suite run against; [`snapshot`] compares the
+//! wire contract with its committed JSON.
 
 #![allow(
     clippy::panic,
     reason = "test support: a broken test environment must fail the test loudly"
 )]
 
+pub mod snapshot;
 pub mod wsgidav;
 
 pub use wsgidav::{DAV_PASSWORD, DAV_USER, Wsgidav};

@@ -14,5 +14,6 @@
 mod failures;
 mod harness;
 mod scope;
+mod snapshot;
 mod tools;
 mod transport;

@@ -1,0 +1,30 @@
+//! The BFF's wire contract, committed: the JSON Schema of every nc
+//! operation's request and success data, generated from the very types the
+//! BFF parses and the harness client sends. A change to a wire type shows
+//! up as a diff of `tests/snapshots/nc-wire.json`, updated deliberately
+//! with `ACDM_UPDATE_SNAPSHOTS=1`.
+
+use std::path::Path;
+
+use acdm_core::nc::NcOp;
+use serde_json::{Value, json};
+
+#[test]
+fn the_nc_wire_schemas_match_the_committed_snapshot() {
+    let ops: Vec<Value> = NcOp::ALL
+        .iter()
+        .map(|op| {
+            json!({
+                "op": op.as_str(),
+                "path": op.path(),
+                "writes": op.writes(),
+                "request": op.request_schema(),
+                "data": op.data_schema(),
+            })
+        })
+        .collect();
+    acdm_test_support::snapshot::assert_json(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/nc-wire.json"),
+        &Value::Array(ops),
+    );
+}
