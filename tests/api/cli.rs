@@ -314,9 +314,26 @@ async fn the_demo_provisions_samples_prints_tokens_and_serves() {
     assert!(files.join("meetings/2026-11-03-kickoff.md").is_file());
     assert!(dir.path().join("wiki/guides/weekly-reports.md").is_file());
 
-    // A second run keeps what the user changed and provisions nothing twice.
+    // A second run keeps what the user changed, provisions nothing twice
+    // and serves with the same tokens, kept in the data dir for the owner
+    // only, so the exports of another terminal keep working.
     std::fs::write(files.join("README.md"), "edited by hand").unwrap();
-    let (child, addr, _, admin) = start_demo(dir.path()).await;
+    let (child, addr, service_again, admin_again) = start_demo(dir.path()).await;
+    assert_eq!(
+        (&service_again, &admin_again),
+        (&service, &admin),
+        "a restart keeps the demo's tokens"
+    );
+    let kept = dir.path().join("demo-tokens.env");
+    let text = std::fs::read_to_string(&kept).unwrap();
+    assert!(text.contains(&format!("export ACDM_MCP_SERVICE_TOKEN={service}")));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
+    let admin = admin_again;
     let bearer = format!("Bearer {admin}");
     let projects = send(
         addr,
