@@ -148,9 +148,12 @@ fn operators_provision_from_the_command_line() {
 
     let again = run(d, &[], &["agent", "unmount", "--agent", "project-alpha"]);
     assert_eq!(again.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&again.stderr)
-            .contains("active agent mount `project-alpha` not found")
+    // The error is said once, as a plain line, not also as a log line.
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        "error: active agent mount `project-alpha` not found",
+        "{stderr}"
     );
     let bad = run(
         d,
