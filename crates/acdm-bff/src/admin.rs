@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use acdm_core::domain::MemberRole;
-use acdm_core::events::{Actor, EventId, EventStatus};
+use acdm_core::events::{Actor, EventId, EventRef, EventStatus};
 use acdm_core::{
     AbsPath, AgentName, ErrorCode, MountName, ProjectName, ProjectSlug, RequestId, ScopeResolver,
     TokenDigest, ToolResponse, UserId,
@@ -387,6 +387,22 @@ fn event_id_param(field: &str, raw: &str) -> Result<EventId, Failure> {
         .map_err(|_| invalid_field(field, "must be an event id (a UUID)"))
 }
 
+/// The event a path names by its id or a unique prefix of it.
+async fn resolve_event_param(
+    state: &AdminState,
+    raw: &str,
+    request_id: Option<&Extension<RequestId>>,
+) -> Result<EventId, Failure> {
+    let reference = raw
+        .parse::<EventRef>()
+        .map_err(|e| invalid_field("id", e.to_string()))?;
+    state
+        .store
+        .resolve_event(&reference)
+        .await
+        .map_err(|e| store_error(&e, request_id))
+}
+
 async fn list_events(
     State(state): State<AdminState>,
     request_id: Option<Extension<RequestId>>,
@@ -444,7 +460,7 @@ async fn show_event(
     request_id: Option<Extension<RequestId>>,
     Path(id): Path<String>,
 ) -> Reply {
-    let id = event_id_param("id", &id)?;
+    let id = resolve_event_param(&state, &id, request_id.as_ref()).await?;
     let event = state
         .store
         .event(id)
@@ -469,7 +485,7 @@ async fn revert_event(
     Path(id): Path<String>,
     StrictJson(body): StrictJson<RevertBody>,
 ) -> Reply {
-    let id = event_id_param("id", &id)?;
+    let id = resolve_event_param(&state, &id, request_id.as_ref()).await?;
     let revert = with_actor(
         Actor::direct(body.user_id.clone()),
         state.journal.revert(id, None),
@@ -518,8 +534,9 @@ struct SetKillSwitch {
     nc_writes_enabled: bool,
     #[serde(default)]
     reason: Option<String>,
-    #[serde(default)]
-    changed_by: Option<UserId>,
+    /// Who, as in a revert's body; `changed_by` is its deprecated name.
+    #[serde(default, alias = "changed_by")]
+    user_id: Option<UserId>,
 }
 
 async fn set_kill_switch(
@@ -540,13 +557,13 @@ async fn set_kill_switch(
     {
         return Err(invalid_field("reason", "must be at most 500 characters"));
     }
-    let changed_by = body.changed_by.as_ref().map(UserId::as_str);
+    let user_id = body.user_id.as_ref().map(UserId::as_str);
     state
         .store
         .set_switch(
             NC_WRITES_SWITCH,
             body.nc_writes_enabled,
-            changed_by,
+            user_id,
             body.reason.as_deref(),
         )
         .await
@@ -558,7 +575,7 @@ async fn set_kill_switch(
         .map_err(|e| store_error(&e, request_id.as_ref()))?;
     tracing::warn!(
         nc_writes_enabled = body.nc_writes_enabled,
-        changed_by,
+        user_id,
         reason = body.reason.as_deref(),
         "kill switch set by an operator"
     );
