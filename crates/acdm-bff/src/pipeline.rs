@@ -19,7 +19,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::envelope::{Failure, Outcome, error_chain};
+use crate::envelope::{Failure, error_chain};
 
 tokio::task_local! {
     static ACTOR: Actor;
@@ -100,7 +100,7 @@ pub async fn agent_pipeline(
 ) -> Response {
     let identity = match identity_from(req.headers()) {
         Ok(identity) => identity,
-        Err(failure) => return refused(failure, "missing_identity"),
+        Err(failure) => return failure.into_response(),
     };
     let span = tracing::Span::current();
     span.record("agent", identity.agent_name().as_str());
@@ -109,35 +109,25 @@ pub async fn agent_pipeline(
     let project = match resolver.resolve(identity.agent_name()).await {
         Ok(project) => project,
         Err(ScopeError::NotProvisioned { agent }) => {
-            return refused(
-                Failure::new(
-                    ErrorCode::ScopeViolation,
-                    format!("agent {agent} is not a provisioned project manager"),
-                ),
-                "scope_violation",
-            );
+            return Failure::new(
+                ErrorCode::ScopeViolation,
+                format!("agent {agent} is not a provisioned project manager"),
+            )
+            .into_response();
         }
         Err(error @ ScopeError::Directory(_)) => {
             tracing::warn!(error = %error_chain(&error), "scope resolution failed");
-            return refused(
-                Failure::new(
-                    ErrorCode::ServiceUnavailable,
-                    "the backend cannot resolve this agent's project right now",
-                ),
-                "service_unavailable",
-            );
+            return Failure::new(
+                ErrorCode::ServiceUnavailable,
+                "the backend cannot resolve this agent's project right now",
+            )
+            .into_response();
         }
     };
     span.record("project", project.slug.as_str());
     let actor = Actor::via_agent(&identity);
     req.extensions_mut().insert(Caller { identity, project });
     with_actor(actor, next.run(req)).await
-}
-
-fn refused(failure: Failure, outcome: &'static str) -> Response {
-    let mut response = failure.into_response();
-    response.extensions_mut().insert(Outcome(outcome));
-    response
 }
 
 #[cfg(test)]
