@@ -132,44 +132,6 @@ fn without_cargo_run_env(command: &mut Command, names: impl Iterator<Item = OsSt
     }
 }
 
-#[cfg(test)]
-mod env_tests {
-    use std::ffi::OsString;
-    use std::process::Command;
-
-    use super::without_cargo_run_env;
-
-    #[test]
-    fn a_child_cargo_gets_none_of_the_variables_cargo_run_set_for_xtask() {
-        let mut command = Command::new("cargo");
-        let names = [
-            "CARGO_MANIFEST_DIR",
-            "CARGO_PKG_NAME",
-            "CARGO_PKG_VERSION_MAJOR",
-            "CARGO_TARGET_DIR",
-            "CARGO_HOME",
-            "CARGO",
-            "PATH",
-            "ACDM_TEST_DATABASE_URL",
-        ];
-        without_cargo_run_env(&mut command, names.iter().map(OsString::from));
-        let mut removed: Vec<String> = command
-            .get_envs()
-            .filter(|(_, value)| value.is_none())
-            .map(|(name, _)| name.to_string_lossy().into_owned())
-            .collect();
-        removed.sort();
-        assert_eq!(
-            removed,
-            [
-                "CARGO_MANIFEST_DIR",
-                "CARGO_PKG_NAME",
-                "CARGO_PKG_VERSION_MAJOR"
-            ]
-        );
-    }
-}
-
 impl Metadata {
     /// Runs `cargo metadata --format-version 1` in `root` and parses it.
     pub(crate) fn load(root: &Path) -> anyhow::Result<Self> {
@@ -234,5 +196,43 @@ impl Metadata {
             })
             .collect();
         Some(edges)
+    }
+}
+
+#[cfg(test)]
+mod env_tests {
+    use std::ffi::OsString;
+    use std::process::Command;
+
+    use super::without_cargo_run_env;
+
+    #[test]
+    fn a_child_cargo_gets_none_of_the_variables_cargo_run_set_for_xtask() {
+        let mut command = Command::new("cargo");
+        let names = [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_TARGET_DIR",
+            "CARGO_HOME",
+            "CARGO",
+            "PATH",
+            "ACDM_TEST_DATABASE_URL",
+        ];
+        without_cargo_run_env(&mut command, names.iter().map(OsString::from));
+        let mut removed: Vec<String> = command
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(name, _)| name.to_string_lossy().into_owned())
+            .collect();
+        removed.sort();
+        assert_eq!(
+            removed,
+            [
+                "CARGO_MANIFEST_DIR",
+                "CARGO_PKG_NAME",
+                "CARGO_PKG_VERSION_MAJOR"
+            ]
+        );
     }
 }
