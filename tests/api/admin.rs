@@ -481,3 +481,152 @@ async fn reserved_and_case_twin_project_names_are_refused() {
     assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_kill_switch_names_its_operator_user_id_like_a_revert_does() {
+    let app = spawn_app(Options::default()).await;
+    let off = app
+        .send(
+            Req::new("PUT", "/admin/kill-switch")
+                .headers(&admin_headers())
+                .json(r#"{"nc_writes_enabled":false,"reason":"drill","user_id":"u-ops"}"#),
+        )
+        .await;
+    assert_eq!(off.status, 200, "{}", off.body);
+    let shown = app
+        .send(Req::get("/admin/kill-switch").headers(&admin_headers()))
+        .await
+        .json();
+    for report in [&off.json(), &shown] {
+        let operator = &report["data"]["operator"];
+        assert_eq!(operator["user_id"], "u-ops", "{report}");
+        assert!(operator.get("changed_by").is_none(), "{report}");
+    }
+
+    // The old name is still accepted, as a deprecated alias.
+    let on = app
+        .send(
+            Req::new("PUT", "/admin/kill-switch")
+                .headers(&admin_headers())
+                .json(r#"{"nc_writes_enabled":true,"changed_by":"u-old"}"#),
+        )
+        .await;
+    assert_eq!(on.status, 200, "{}", on.body);
+    assert_eq!(on.json()["data"]["operator"]["user_id"], "u-old");
+    app.stop().await;
+}
+
+/// Provisions `alpha` with its agent and makes `writes` agent writes;
+/// returns the agent's headers.
+pub(crate) async fn alpha_with_writes(
+    app: &crate::helpers::TestApp,
+    writes: usize,
+) -> [(&'static str, &'static str); 4] {
+    for (path, body) in [
+        ("/admin/projects", r#"{"slug":"alpha","name":"Alpha"}"#),
+        (
+            "/admin/agents",
+            r#"{"agent_name":"project-alpha","project":"alpha"}"#,
+        ),
+    ] {
+        let r = app
+            .send(Req::new("POST", path).headers(&admin_headers()).json(body))
+            .await;
+        assert!(r.status < 300, "{path}: {}", r.body);
+    }
+    let agent = [
+        ("X-ACDM-Service-Auth", TOKEN),
+        ("X-ACDM-User-Id", "u-1"),
+        ("X-ACDM-Agent-Name", "project-alpha"),
+        ("X-ACDM-Thread-Id", "t-1"),
+    ];
+    for n in 0..writes {
+        let body = format!(r#"{{"rel_path":"notes/{n}.md","content":"hello"}}"#);
+        let written = app
+            .send(
+                Req::new("POST", "/agent-tools/nc/write")
+                    .headers(&agent)
+                    .json(&body),
+            )
+            .await;
+        assert_eq!(written.status, 200, "{}", written.body);
+    }
+    agent
+}
+
+#[tokio::test]
+async fn an_event_can_be_named_by_a_unique_prefix_of_its_id() {
+    let app = spawn_app(Options::default()).await;
+    alpha_with_writes(&app, 1).await;
+    let listed = app
+        .send(Req::get("/admin/events").headers(&admin_headers()))
+        .await
+        .json();
+    let id = listed["data"]["events"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for prefix in [&id[..8], &id[..4], id.to_uppercase().get(..13).unwrap()] {
+        let shown = app
+            .send(Req::get(&format!("/admin/events/{prefix}")).headers(&admin_headers()))
+            .await;
+        assert_eq!(shown.status, 200, "{prefix}: {}", shown.body);
+        assert_eq!(shown.json()["data"]["id"], id.as_str());
+    }
+    let short = app
+        .send(Req::get(&format!("/admin/events/{}", &id[..3])).headers(&admin_headers()))
+        .await;
+    assert_eq!(short.status, 422, "{}", short.body);
+    assert!(short.body.contains("at least 4"), "{}", short.body);
+    let other = if id.starts_with('0') { "1111" } else { "0000" };
+    let missing = app
+        .send(Req::get(&format!("/admin/events/{other}")).headers(&admin_headers()))
+        .await;
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn every_bff_operation_is_counted_and_timed_by_op_and_outcome() {
+    let app = spawn_app(Options::default()).await;
+    let agent = alpha_with_writes(&app, 2).await;
+    let anonymous = [("X-ACDM-Service-Auth", TOKEN)];
+    let refused = app
+        .send(
+            Req::new("POST", "/agent-tools/nc/write")
+                .headers(&anonymous)
+                .json(r#"{"rel_path":"x.md","content":"x"}"#),
+        )
+        .await;
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    let listed = app
+        .send(
+            Req::new("POST", "/agent-tools/nc/list")
+                .headers(&agent)
+                .json(r#"{"rel_path":"notes"}"#),
+        )
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let unknown = app
+        .send(
+            Req::new("POST", "/agent-tools/nc/no-such-op")
+                .headers(&agent)
+                .json("{}"),
+        )
+        .await;
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+
+    let metrics = app.send(Req::get("/metrics")).await.body;
+    for line in [
+        r#"acdm_bff_operations_total{op="nc.write",outcome="ok"} 2"#,
+        r#"acdm_bff_operations_total{op="nc.write",outcome="missing_identity_headers"} 1"#,
+        r#"acdm_bff_operations_total{op="nc.list",outcome="ok"} 1"#,
+        r#"acdm_bff_operations_total{op="unknown",outcome="not_found"} 1"#,
+        r#"acdm_bff_operation_duration_seconds_count{op="nc.write"} 3"#,
+        r#"acdm_bff_operation_duration_seconds_count{op="nc.list"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "{line} in\n{metrics}");
+    }
+    assert!(!metrics.contains("no-such-op"), "labels are bounded");
+    app.stop().await;
+}

@@ -148,9 +148,12 @@ fn operators_provision_from_the_command_line() {
 
     let again = run(d, &[], &["agent", "unmount", "--agent", "project-alpha"]);
     assert_eq!(again.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&again.stderr)
-            .contains("active agent mount `project-alpha` not found")
+    // The error is said once, as a plain line, not also as a log line.
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        "error: active agent mount `project-alpha` not found",
+        "{stderr}"
     );
     let bad = run(
         d,
@@ -314,9 +317,26 @@ async fn the_demo_provisions_samples_prints_tokens_and_serves() {
     assert!(files.join("meetings/2026-11-03-kickoff.md").is_file());
     assert!(dir.path().join("wiki/guides/weekly-reports.md").is_file());
 
-    // A second run keeps what the user changed and provisions nothing twice.
+    // A second run keeps what the user changed, provisions nothing twice
+    // and serves with the same tokens, kept in the data dir for the owner
+    // only, so the exports of another terminal keep working.
     std::fs::write(files.join("README.md"), "edited by hand").unwrap();
-    let (child, addr, _, admin) = start_demo(dir.path()).await;
+    let (child, addr, service_again, admin_again) = start_demo(dir.path()).await;
+    assert_eq!(
+        (&service_again, &admin_again),
+        (&service, &admin),
+        "a restart keeps the demo's tokens"
+    );
+    let kept = dir.path().join("demo-tokens.env");
+    let text = std::fs::read_to_string(&kept).unwrap();
+    assert!(text.contains(&format!("export ACDM_MCP_SERVICE_TOKEN={service}")));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
+    let admin = admin_again;
     let bearer = format!("Bearer {admin}");
     let projects = send(
         addr,
@@ -347,5 +367,72 @@ fn the_demo_refuses_to_write_samples_into_a_real_nextcloud() {
     assert!(
         String::from_utf8_lossy(&out.stderr)
             .contains("unset GITLAB_WIKI_BASE_URL and NEXTCLOUD_URL")
+    );
+}
+
+#[tokio::test]
+async fn events_list_as_a_table_and_are_named_by_a_short_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = crate::helpers::spawn_app(crate::helpers::Options {
+        data_dir: Some(dir.path().to_owned()),
+        ..crate::helpers::Options::default()
+    })
+    .await;
+    crate::admin::alpha_with_writes(&app, 2).await;
+    app.stop().await;
+    let d = dir.path();
+
+    let listed = json(&run(d, &[], &["events", "list"]));
+    let ids: Vec<String> = listed["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2, "{listed}");
+
+    let table = run(d, &[], &["events", "list", "--human"]);
+    assert!(table.status.success(), "{table:?}");
+    let text = String::from_utf8(table.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with("ID "), "{text}");
+    for (line, file) in lines[1..].iter().zip(["1.md", "0.md"]) {
+        for cell in [
+            "applied",
+            "nc_write",
+            "alpha",
+            "u-1 via project-alpha",
+            &format!("project:/notes/{file}"),
+        ] {
+            assert!(line.contains(cell), "{cell} in {line}");
+        }
+    }
+    assert!(lines[1].starts_with(&ids[0][..8]), "{text}");
+
+    // A unique prefix names the event, as git's short ids do.
+    let shown = json(&run(d, &[], &["events", "show", &ids[1][..8]]));
+    assert_eq!(shown["id"], ids[1].as_str());
+    let short = run(d, &[], &["events", "show", &ids[1][..3]]);
+    assert_eq!(short.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&short.stderr);
+    assert!(stderr.contains("at least 4 characters"), "{stderr}");
+}
+
+#[test]
+fn the_kill_switch_from_the_cli_says_when_running_servers_follow_and_who_set_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let off = json(&run(
+        dir.path(),
+        &[("ACDM_SCOPE_POLL_MILLIS", "1500")],
+        &["kill-switch", "off", "--reason", "drill", "--user", "u-ops"],
+    ));
+    assert_eq!(off["nc_writes_enabled"], false, "{off}");
+    assert_eq!(off["operator"]["user_id"], "u-ops", "{off}");
+    assert_eq!(off["running_servers_follow_within_ms"], 1500, "{off}");
+    let said = off["takes_effect"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("within 1500 ms") && said.contains("ACDM_SCOPE_POLL_MILLIS"),
+        "{off}"
     );
 }

@@ -118,3 +118,45 @@ async fn tokens_never_appear_in_logs_at_trace_level() {
         );
     }
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_start_reads_the_kill_switch_without_calling_it_a_change() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter("info")
+        .with_writer(capture.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let app = spawn_app(Options::default()).await;
+    let admin = [("Authorization", BEARER)];
+    let off = app
+        .send(
+            Req::new("PUT", "/admin/kill-switch")
+                .headers(&admin)
+                .json(r#"{"nc_writes_enabled":false,"reason":"drill"}"#),
+        )
+        .await;
+    assert_eq!(off.status, 200, "{}", off.body);
+    app.stop().await;
+
+    let logs = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    let changes: Vec<&str> = logs
+        .lines()
+        .filter(|line| line.contains("kill switch for agents' file writes changed"))
+        .collect();
+    assert_eq!(
+        changes.len(),
+        1,
+        "only the operator's change is one: {logs}"
+    );
+    assert!(changes[0].contains(r#""level":"WARN""#), "{logs}");
+    assert!(
+        logs.lines().any(
+            |line| line.contains("kill switch for agents' file writes read")
+                && line.contains(r#""level":"INFO""#)
+        ),
+        "{logs}"
+    );
+}

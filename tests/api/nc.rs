@@ -362,6 +362,12 @@ async fn delete_is_a_dry_run_by_default_and_a_real_delete_keeps_the_file_in_the_
     let preview = ok(&env, "delete", json!({"rel_path": "docs"})).await;
     let d = &preview["data"];
     assert_eq!(d["dry_run"], true, "{preview}");
+    assert!(
+        preview["suggested_action"]
+            .as_str()
+            .is_some_and(|a| a.contains("dry_run: false")),
+        "the preview says how to delete for real: {preview}"
+    );
     assert_eq!(
         (&d["mount"], &d["rel_path"]),
         (&json!("project"), &json!("docs"))
@@ -503,8 +509,9 @@ async fn move_renames_and_never_overwrites_unless_asked() {
     );
 
     // An existing target is a conflict without `overwrite`; nothing moves.
+    // A move has no etag: the suggestion is another target or overwrite.
     let mark = env.recorder().mark();
-    fails(
+    let occupied = fails(
         &env,
         "move",
         json!({"from_rel_path": "docs/plan.md", "to_rel_path": "docs/read me#1.md"}),
@@ -512,6 +519,12 @@ async fn move_renames_and_never_overwrites_unless_asked() {
         "conflict",
     )
     .await;
+    let action = occupied["suggested_action"].as_str().unwrap_or_default();
+    assert!(
+        action.contains("another to_rel_path") && action.contains("overwrite: true"),
+        "{occupied}"
+    );
+    assert!(!action.contains("etag"), "{occupied}");
     fails(
         &env,
         "move",

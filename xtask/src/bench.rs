@@ -7,9 +7,9 @@
 //!   whole service at a fixed concurrency, next to the health routes as a
 //!   floor (`ACDM_BENCH_CONCURRENCY`, `ACDM_BENCH_SECONDS`).
 
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
-use crate::metadata::cargo;
+use crate::metadata::cargo_command;
 use crate::tidy::workspace_root;
 
 /// The suites: name, cargo arguments.
@@ -40,7 +40,7 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     let mut failed = false;
     for (name, cargo_args) in selected {
         println!("$ cargo {}   # {name}", cargo_args.join(" "));
-        let ok = Command::new(cargo())
+        let ok = cargo_command()
             .args(*cargo_args)
             .current_dir(&root)
             .status()

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::metadata::cargo;
+use crate::metadata::cargo_command;
 use crate::tidy::workspace_root;
 
 /// The conformance package and the Node it needs (Node ≥ 22).
@@ -144,7 +144,7 @@ fn run() -> Result<Tally, String> {
     let root = workspace_root();
     crate::setup::install(&root)?;
     println!("$ cargo build -p acdm-backend");
-    let built = Command::new(cargo())
+    let built = cargo_command()
         .args(["build", "--quiet", "-p", "acdm-backend"])
         .current_dir(&root)
         .status()

@@ -94,10 +94,48 @@ pub(crate) fn cargo() -> OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"))
 }
 
+/// True for a variable `cargo run` sets for the program it runs (here,
+/// xtask itself): they describe xtask, not the build a child cargo is asked
+/// for.
+fn set_by_cargo_run(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_MANIFEST_LINKS"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "OUT_DIR"
+        )
+}
+
+/// A `cargo` command without the variables `cargo run` set for xtask.
+///
+/// Build scripts watch some of them (ring's says
+/// `rerun-if-env-changed=CARGO_MANIFEST_DIR`, `CARGO_PKG_NAME`, …, and
+/// cargo compares them with its own environment), so a child cargo that
+/// inherited them rebuilt ring and every crate above it (rustls, reqwest,
+/// sqlx, …), and the next plain `cargo run` rebuilt them back.
+pub(crate) fn cargo_command() -> Command {
+    let mut command = Command::new(cargo());
+    without_cargo_run_env(&mut command, std::env::vars_os().map(|(name, _)| name));
+    command
+}
+
+fn without_cargo_run_env(command: &mut Command, names: impl Iterator<Item = OsString>) {
+    for name in names {
+        if name.to_str().is_some_and(set_by_cargo_run) {
+            command.env_remove(name);
+        }
+    }
+}
+
 impl Metadata {
     /// Runs `cargo metadata --format-version 1` in `root` and parses it.
     pub(crate) fn load(root: &Path) -> anyhow::Result<Self> {
-        let output = Command::new(cargo())
+        let output = cargo_command()
             .args(["metadata", "--format-version", "1"])
             .current_dir(root)
             .output()
@@ -158,5 +196,43 @@ impl Metadata {
             })
             .collect();
         Some(edges)
+    }
+}
+
+#[cfg(test)]
+mod env_tests {
+    use std::ffi::OsString;
+    use std::process::Command;
+
+    use super::without_cargo_run_env;
+
+    #[test]
+    fn a_child_cargo_gets_none_of_the_variables_cargo_run_set_for_xtask() {
+        let mut command = Command::new("cargo");
+        let names = [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_TARGET_DIR",
+            "CARGO_HOME",
+            "CARGO",
+            "PATH",
+            "ACDM_TEST_DATABASE_URL",
+        ];
+        without_cargo_run_env(&mut command, names.iter().map(OsString::from));
+        let mut removed: Vec<String> = command
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(name, _)| name.to_string_lossy().into_owned())
+            .collect();
+        removed.sort();
+        assert_eq!(
+            removed,
+            [
+                "CARGO_MANIFEST_DIR",
+                "CARGO_PKG_NAME",
+                "CARGO_PKG_VERSION_MAJOR"
+            ]
+        );
     }
 }

@@ -26,6 +26,15 @@ const WSGIDAV_VERSION: &str = "4.4.0";
 const MCP_SDK: &str = "mcp==1.30.0";
 const MCP_SDK_VERSION: &str = "1.30.0";
 
+/// pip's arguments: not `--quiet`, so what it downloads and builds shows.
+const PIP_INSTALL: [&str; 5] = [
+    "install",
+    "--disable-pip-version-check",
+    WSGIDAV,
+    CHEROOT,
+    MCP_SDK,
+];
+
 /// Where the venv lives.
 pub(crate) fn venv_dir(root: &Path) -> PathBuf {
     root.join(".test-tools").join("venv")
@@ -77,16 +86,13 @@ pub(crate) fn install(root: &Path) -> Result<(), String> {
         }
     }
     let pip = venv.join("bin").join("pip");
-    println!("$ {} install {WSGIDAV} {CHEROOT} {MCP_SDK}", pip.display());
+    println!(
+        "$ {} {} (a minute or two the first time)",
+        pip.display(),
+        PIP_INSTALL.join(" ")
+    );
     let installed = Command::new(&pip)
-        .args([
-            "install",
-            "--disable-pip-version-check",
-            "--quiet",
-            WSGIDAV,
-            CHEROOT,
-            MCP_SDK,
-        ])
+        .args(PIP_INSTALL)
         .status()
         .map_err(|e| format!("cannot run pip: {e}"))?;
     if !installed.success() {
@@ -139,4 +145,19 @@ fn version_of(program: &Path) -> Option<String> {
         .status
         .success()
         .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PIP_INSTALL;
+
+    #[test]
+    fn pip_shows_what_it_installs() {
+        assert!(
+            !PIP_INSTALL
+                .iter()
+                .any(|arg| *arg == "--quiet" || *arg == "-q"),
+            "{PIP_INSTALL:?}"
+        );
+    }
 }

@@ -9,11 +9,10 @@
 //! if an earlier one failed; the exit status is non-zero if any failed.
 //! Environment variables pass through unchanged.
 
-use std::ffi::OsString;
 use std::path::Path;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{ExitCode, Stdio};
 
-use crate::metadata::cargo;
+use crate::metadata::cargo_command;
 use crate::tidy::workspace_root;
 
 /// Entry point for `cargo xtask test [-- ARGS...]`.
@@ -28,14 +27,14 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
         }
     };
     let root = workspace_root();
-    let cargo = cargo();
+    println!("xtask test: step 1/3: the test tools (cargo xtask setup)");
     if let Err(error) = crate::setup::install(&root) {
         eprintln!(
             "xtask test: test tools not installed ({error}); WebDAV contract tests will not run"
         );
     }
 
-    let runner: &[&str] = if has_nextest(&cargo, &root) {
+    let runner: &[&str] = if has_nextest(&root) {
         &["nextest", "run", "--workspace", "--no-fail-fast"]
     } else {
         &["test", "--workspace", "--no-fail-fast"]
@@ -51,8 +50,13 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
         .collect();
 
     let mut failed = 0_usize;
-    for step in [main_step, doc_step] {
-        if !run(&cargo, &root, &step) {
+    let steps = [
+        ("step 2/3: build and run every test", main_step),
+        ("step 3/3: the doctests", doc_step),
+    ];
+    for (title, step) in steps {
+        println!("xtask test: {title}");
+        if !run(&root, &step) {
             failed += 1;
         }
     }
@@ -65,8 +69,8 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
 }
 
 /// True if `cargo nextest --version` succeeds.
-fn has_nextest(cargo: &OsString, root: &Path) -> bool {
-    Command::new(cargo)
+fn has_nextest(root: &Path) -> bool {
+    cargo_command()
         .args(["nextest", "--version"])
         .current_dir(root)
         .stdin(Stdio::null())
@@ -76,10 +80,11 @@ fn has_nextest(cargo: &OsString, root: &Path) -> bool {
         .is_ok_and(|status| status.success())
 }
 
-/// Prints `$ cargo <args>`, runs it in `root`, and says whether it succeeded.
-fn run(cargo: &OsString, root: &Path, args: &[String]) -> bool {
+/// Prints `$ cargo <args>`, runs it in `root` (its progress on the
+/// terminal), and says whether it succeeded.
+fn run(root: &Path, args: &[String]) -> bool {
     println!("$ cargo {}", display_args(args));
-    match Command::new(cargo).args(args).current_dir(root).status() {
+    match cargo_command().args(args).current_dir(root).status() {
         Ok(status) if status.success() => true,
         Ok(status) => {
             eprintln!(
@@ -116,6 +121,21 @@ fn display_args(args: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::display_args;
+    use crate::tidy::workspace_root;
+
+    #[test]
+    fn the_xtask_alias_lets_cargo_show_its_progress() {
+        let config = std::fs::read_to_string(workspace_root().join(".cargo/config.toml"))
+            .expect(".cargo/config.toml is readable");
+        let alias = config
+            .lines()
+            .find(|line| line.trim_start().starts_with("xtask ="))
+            .expect("the xtask alias is defined");
+        assert!(
+            !alias.contains("--quiet") && !alias.contains(" -q"),
+            "a quiet alias hides minutes of building: {alias}"
+        );
+    }
 
     #[test]
     fn displayed_commands_quote_arguments_with_spaces() {

@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
 use acdm_bff::switch::KillSwitch;
-use acdm_core::events::{Actor, EventId};
+use acdm_core::events::{Actor, EventId, EventRef, StorageEvent};
 use acdm_journal::Journal;
 
 use crate::app::open_store;
@@ -85,15 +85,18 @@ pub enum EventsCommand {
         /// Only events older than this event (the `next_before` of a page).
         #[arg(long)]
         before: Option<String>,
+        /// A table for people instead of JSON.
+        #[arg(long)]
+        human: bool,
     },
     /// One event, with its plan and undo steps.
     Show {
-        /// The event id.
+        /// The event id, or a unique prefix of it (at least 4 characters).
         id: String,
     },
     /// Reverts an applied event (recorded as a new event by --user).
     Revert {
-        /// The event id.
+        /// The event id, or a unique prefix of it (at least 4 characters).
         id: String,
         /// Who reverts (recorded as a direct actor).
         #[arg(long)]
@@ -353,6 +356,7 @@ async fn events(
             status,
             limit,
             before,
+            human,
         } => {
             anyhow::ensure!(
                 (1..=500).contains(&limit),
@@ -382,14 +386,17 @@ async fn events(
             let next_before = (events.len() == limit as usize)
                 .then(|| events.last().map(|e| e.id))
                 .flatten();
+            if human {
+                return print_text(&events_table(&events, next_before));
+            }
             print(&serde_json::json!({ "events": events, "next_before": next_before }))
         }
         EventsCommand::Show { id } => {
-            let id: EventId = parse("event id", &id, str::parse)?;
+            let id = resolve_event(store, &id).await?;
             print(&store.event(id).await?)
         }
         EventsCommand::Revert { id, user } => {
-            let id: EventId = parse("event id", &id, str::parse)?;
+            let id = resolve_event(store, &id).await?;
             let user = parse("user id", &user, UserId::parse)?;
             let journal = journal(config, store)?;
             let revert = journal
@@ -403,6 +410,97 @@ async fn events(
             print(&journal.reconcile(chrono::Utc::now()).await?)
         }
     }
+}
+
+/// The event an operator names by its id or a unique prefix of it.
+async fn resolve_event(store: &acdm_store::Store, raw: &str) -> anyhow::Result<EventId> {
+    let reference: EventRef = parse("event id", raw, str::parse)?;
+    Ok(store.resolve_event(&reference).await?)
+}
+
+/// Text from the database with control characters escaped, so a name
+/// cannot drive the terminal.
+fn clean(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+/// `events list --human`: one row per event (the id shortened to 8
+/// characters, which `show` and `revert` accept), then how to page on.
+fn events_table(events: &[StorageEvent], next_before: Option<EventId>) -> String {
+    use std::fmt::Write as _;
+    if events.is_empty() {
+        return "(no storage events)\n".to_owned();
+    }
+    let header = [
+        "ID",
+        "CREATED (UTC)",
+        "STATUS",
+        "OP",
+        "PROJECT",
+        "BY",
+        "TARGET",
+    ];
+    let rows: Vec<[String; 7]> = events
+        .iter()
+        .map(|e| {
+            let id = e.id.to_string();
+            let by = match (&e.actor.user_id, &e.actor.agent_name) {
+                (Some(user), Some(agent)) => format!("{user} via {agent}"),
+                (Some(user), None) => user.to_string(),
+                (None, Some(agent)) => agent.to_string(),
+                (None, None) => e.actor.kind.to_string(),
+            };
+            [
+                id.get(..8).unwrap_or(&id).to_owned(),
+                e.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                e.status.to_string(),
+                e.op.to_string(),
+                e.project.to_string(),
+                clean(&by),
+                clean(&e.target),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &[&str]| {
+        let mut text = String::new();
+        for (cell, width) in cells.iter().zip(widths) {
+            let _ = write!(text, "{cell:<width$}  ");
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&header);
+    for row in &rows {
+        line(&row.each_ref().map(String::as_str));
+    }
+    if let Some(before) = next_before {
+        let _ = writeln!(out, "more: events list --before {before}");
+    }
+    out
+}
+
+#[allow(
+    clippy::print_stdout,
+    reason = "command results are the command's output"
+)]
+fn print_text(text: &str) -> anyhow::Result<()> {
+    print!("{text}");
+    Ok(())
 }
 
 /// The journal over the configured file store.
@@ -446,5 +544,23 @@ async fn kill_switch(
         )
         .await?;
     let row = switch.refresh(store).await?;
-    print(&switch.report(row))
+    let within = config.scope_poll_interval;
+    print(&SwitchChange {
+        report: switch.report(row),
+        running_servers_follow_within_ms: u64::try_from(within.as_millis()).unwrap_or(u64::MAX),
+        takes_effect: format!(
+            "saved in the database; running servers apply it at their next read of the switch, within {} ms (ACDM_SCOPE_POLL_MILLIS as configured here), and keep the previous setting until then. `PUT /admin/kill-switch` applies at once on the server that answers it.",
+            within.as_millis()
+        ),
+    })
+}
+
+/// What `kill-switch on|off` prints: the switch, and when running servers
+/// follow it (the CLI writes the database; servers poll it).
+#[derive(Serialize)]
+struct SwitchChange {
+    #[serde(flatten)]
+    report: acdm_bff::switch::SwitchReport,
+    running_servers_follow_within_ms: u64,
+    takes_effect: String,
 }

@@ -6,6 +6,11 @@
 //! what is already there), prints the tokens and ready-to-paste calls, and
 //! serves. It uses the embedded local folders only: with GitLab or
 //! Nextcloud configured it refuses, rather than write samples into them.
+//!
+//! The tokens it makes are kept in `<data dir>/demo-tokens.env` (mode
+//! 0600) and reused by every later run, so the exports in another terminal
+//! and a connected MCP client keep working across restarts. Deleting the
+//! file rotates them; tokens set in the environment win over the file.
 
 use acdm_core::domain::MemberRole;
 use acdm_core::{AbsPath, AgentName, ProjectName, ProjectSlug, UserId};
@@ -57,6 +62,9 @@ const FILES: &[(&str, &str)] = embedded!(
     "files/budget/budget-2026.csv",
 );
 
+/// The file in the data dir that keeps the demo's tokens.
+pub const TOKENS_FILE: &str = "demo-tokens.env";
+
 /// A random 64-character hex token.
 fn random_token() -> String {
     format!(
@@ -64,6 +72,149 @@ fn random_token() -> String {
         uuid::Uuid::new_v4().simple(),
         uuid::Uuid::new_v4().simple()
     )
+}
+
+/// The demo's own tokens, as kept in [`TOKENS_FILE`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DemoTokens {
+    service: String,
+    admin: String,
+}
+
+impl DemoTokens {
+    const SERVICE: &str = "ACDM_MCP_SERVICE_TOKEN";
+    const ADMIN: &str = "ACDM_ADMIN_TOKEN";
+
+    fn random() -> Self {
+        Self {
+            service: random_token(),
+            admin: random_token(),
+        }
+    }
+
+    /// The file's text: shell `export` lines, so `. <file>` sets both.
+    fn render(&self) -> String {
+        format!(
+            "# acdm-backend demo tokens. Delete this file and restart the demo to rotate them.\n\
+             export {}={}\n\
+             export {}={}\n",
+            Self::SERVICE,
+            self.service,
+            Self::ADMIN,
+            self.admin
+        )
+    }
+
+    /// Reads the file's text; `Err` says what is wrong (never a token).
+    fn parse(text: &str) -> Result<Self, String> {
+        let mut service = None;
+        let mut admin = None;
+        for line in text.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let assignment = line.strip_prefix("export ").unwrap_or(line);
+            let Some((name, value)) = assignment.split_once('=') else {
+                return Err("a line is neither a comment nor NAME=value".to_owned());
+            };
+            let valid = value.len() >= 32 && value.bytes().all(|b| b.is_ascii_graphic());
+            let slot = match name.trim() {
+                Self::SERVICE => &mut service,
+                Self::ADMIN => &mut admin,
+                other => return Err(format!("unknown setting `{other}`")),
+            };
+            if !valid {
+                return Err(format!(
+                    "{} must be at least 32 visible ASCII characters",
+                    name.trim()
+                ));
+            }
+            *slot = Some(value.to_owned());
+        }
+        match (service, admin) {
+            (Some(service), Some(admin)) if service != admin => Ok(Self { service, admin }),
+            (Some(_), Some(_)) => Err("the two tokens are the same".to_owned()),
+            _ => Err(format!(
+                "{} and {} are both needed",
+                Self::SERVICE,
+                Self::ADMIN
+            )),
+        }
+    }
+
+    /// The tokens kept in `path`, or new ones written there (mode 0600)
+    /// when the file does not exist. A file others can read is made
+    /// private again; an unreadable or malformed one is an error naming
+    /// the file (delete it for new tokens).
+    fn load_or_create(path: &std::path::Path) -> anyhow::Result<Self> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                let tokens = Self::parse(&text).map_err(|problem| {
+                    anyhow::anyhow!(
+                        "the demo's token file {} is not usable ({problem}); delete it to get new tokens",
+                        path.display()
+                    )
+                })?;
+                make_private(path)?;
+                Ok(tokens)
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                let tokens = Self::random();
+                write_private(path, &tokens.render())?;
+                Ok(tokens)
+            }
+            Err(error) => Err(error)
+                .with_context(|| format!("cannot read the demo's token file {}", path.display())),
+        }
+    }
+}
+
+/// Writes `text` to `path` readable by the owner only, through a
+/// temporary file and a rename, so a crash never leaves half a file.
+fn write_private(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let folder = path.parent().unwrap_or_else(|| std::path::Path::new("."));
+    std::fs::create_dir_all(folder)
+        .with_context(|| format!("cannot create the data dir {}", folder.display()))?;
+    let temporary = folder.join(format!(".{TOKENS_FILE}.{}", uuid::Uuid::new_v4().simple()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options
+        .open(&temporary)
+        .and_then(|mut file| {
+            file.write_all(text.as_bytes())?;
+            file.sync_all()
+        })
+        .and_then(|()| std::fs::rename(&temporary, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written.with_context(|| format!("cannot write the demo's token file {}", path.display()))
+}
+
+/// Makes `path` readable by its owner only, saying so when it was not.
+fn make_private(path: &std::path::Path) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)
+            .with_context(|| format!("cannot inspect {}", path.display()))?
+            .permissions()
+            .mode();
+        if mode & 0o077 != 0 {
+            tracing::warn!(
+                file = %path.display(),
+                "the demo's token file was readable by others; made it private (0600)"
+            );
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .with_context(|| format!("cannot make {} private", path.display()))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 /// Writes `content` at `base` + `rel` unless something is there already.
@@ -146,43 +297,64 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AbsPath> {
 /// Prepares the sample data and serves until stopped.
 pub async fn run(config: &Config) -> anyhow::Result<()> {
     let mut config = config.clone();
+    let tokens_file = config.data_dir.join(TOKENS_FILE);
+    // Only a token the environment does not set comes from the file.
+    if config.service_token.is_none() || config.admin_token.is_none() {
+        let kept = DemoTokens::load_or_create(&tokens_file)?;
+        config
+            .service_token
+            .get_or_insert_with(|| SecretString::from(kept.service));
+        config
+            .admin_token
+            .get_or_insert_with(|| SecretString::from(kept.admin));
+    }
     let service_token = config
         .service_token
-        .get_or_insert_with(|| SecretString::from(random_token()))
-        .expose_secret()
-        .to_owned();
+        .as_ref()
+        .map(|t| t.expose_secret().to_owned())
+        .unwrap_or_default();
     let admin_token = config
         .admin_token
-        .get_or_insert_with(|| SecretString::from(random_token()))
-        .expose_secret()
-        .to_owned();
+        .as_ref()
+        .map(|t| t.expose_secret().to_owned())
+        .unwrap_or_default();
     let project_folder = prepare(&config).await?;
 
     let data_dir = config.data_dir.display().to_string();
+    let tokens_file = tokens_file.display().to_string();
     app::serve(&config, move |address| {
         print_banner(
             &address.to_string(),
             &data_dir,
             &project_folder,
-            &service_token,
-            &admin_token,
+            &Tokens {
+                service: &service_token,
+                admin: &admin_token,
+                file: &tokens_file,
+            },
         );
     })
     .await
 }
 
+/// The tokens the banner shows, and the file that keeps them.
+struct Tokens<'a> {
+    service: &'a str,
+    admin: &'a str,
+    file: &'a str,
+}
+
 /// Prints the banner on standard output. A closed or broken standard
 /// output (`demo | head`) must not stop the server, so write errors are
 /// ignored rather than panicking as `println!` would.
-fn print_banner(
-    address: &str,
-    data_dir: &str,
-    folder: &AbsPath,
-    service_token: &str,
-    admin_token: &str,
-) {
+fn print_banner(address: &str, data_dir: &str, folder: &AbsPath, tokens: &Tokens<'_>) {
     use std::io::Write;
     let base = format!("http://{address}");
+    let Tokens {
+        service: service_token,
+        admin: admin_token,
+        file: tokens_file,
+    } = tokens;
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
@@ -190,10 +362,12 @@ fn print_banner(
          project  {SLUG} \"{NAME}\", folder {folder} ({data_dir}/files{folder}), wiki {data_dir}/wiki\n\
          agent    {AGENT} (manager of {SLUG})\n\
          members  u-alice owner, u-bob admin, u-carol member, u-dave viewer\n\n\
-         Tokens for this run (set ACDM_MCP_SERVICE_TOKEN and ACDM_ADMIN_TOKEN to choose your own):\n\n\
+         Tokens (the same on every run: kept in {tokens_file}, readable by you only;\n\
+         delete that file and restart to rotate them; ACDM_MCP_SERVICE_TOKEN and\n\
+         ACDM_ADMIN_TOKEN in the environment win over it):\n\n\
          export ACDM_MCP_SERVICE_TOKEN={service_token}\n\
          export ACDM_ADMIN_TOKEN={admin_token}\n\n\
-         Try, in another terminal after the two exports:\n\n\
+         Try, in another terminal after the two exports (or `. {tokens_file}`):\n\n\
          curl -s {base}/readyz\n\
          curl -s {base}/mcp/health\n\
          curl -s -H \"Authorization: Bearer $ACDM_ADMIN_TOKEN\" {base}/admin/projects/{SLUG}\n\
@@ -211,4 +385,66 @@ fn print_banner(
          Stop with Ctrl-C.\n"
     );
     let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tokens_are_made_once_kept_private_and_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("data").join(TOKENS_FILE);
+        let first = DemoTokens::load_or_create(&file).unwrap();
+        assert_eq!(first.service.len(), 64);
+        assert_ne!(first.service, first.admin);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains(&format!("export ACDM_ADMIN_TOKEN={}", first.admin)));
+        assert_eq!(DemoTokens::load_or_create(&file).unwrap(), first);
+
+        // Deleting the file rotates them.
+        std::fs::remove_file(&file).unwrap();
+        let rotated = DemoTokens::load_or_create(&file).unwrap();
+        assert_ne!(rotated.service, first.service);
+        assert_ne!(rotated.admin, first.admin);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_token_file_others_can_read_is_made_private_again() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(TOKENS_FILE);
+        let kept = DemoTokens::load_or_create(&file).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(DemoTokens::load_or_create(&file).unwrap(), kept);
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
+
+    #[test]
+    fn a_malformed_token_file_is_named_without_echoing_a_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(TOKENS_FILE);
+        for (text, problem) in [
+            ("export ACDM_MCP_SERVICE_TOKEN=short\n", "at least 32"),
+            (
+                "ACDM_MCP_SERVICE_TOKEN=0123456789abcdef0123456789abcdef\n",
+                "are both needed",
+            ),
+            ("nonsense\n", "neither a comment"),
+        ] {
+            std::fs::write(&file, text).unwrap();
+            let error = format!("{:#}", DemoTokens::load_or_create(&file).unwrap_err());
+            assert!(error.contains(problem), "{error}");
+            assert!(error.contains("delete it to get new tokens"), "{error}");
+            assert!(!error.contains("0123456789abcdef"), "{error}");
+        }
+    }
 }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use acdm_bff::envelope::{Outcome, failure, internal_message};
+use acdm_core::nc::NcOp;
 use acdm_core::{ErrorCode, RequestId};
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -69,11 +70,11 @@ pub fn make_span(req: &Request) -> Span {
 #[derive(Debug, Clone, Copy)]
 pub struct Probe;
 
-/// Records status, latency and outcome, and logs one line per request
-/// (probes at debug level).
-pub fn on_response<B>(response: &HttpResponse<B>, latency: Duration, span: &Span) {
+/// A response's outcome: the code a handler or a refusal named, else its
+/// status class.
+fn outcome<B>(response: &HttpResponse<B>) -> &'static str {
     let status = response.status();
-    let outcome = response.extensions().get::<Outcome>().map_or_else(
+    response.extensions().get::<Outcome>().map_or_else(
         || {
             if status.is_server_error() {
                 "server_error"
@@ -84,7 +85,14 @@ pub fn on_response<B>(response: &HttpResponse<B>, latency: Duration, span: &Span
             }
         },
         |o| o.0,
-    );
+    )
+}
+
+/// Records status, latency and outcome, and logs one line per request
+/// (probes at debug level).
+pub fn on_response<B>(response: &HttpResponse<B>, latency: Duration, span: &Span) {
+    let status = response.status();
+    let outcome = outcome(response);
     span.record("status", status.as_u16());
     span.record("outcome", outcome);
     span.record("latency_ms", latency.as_secs_f64() * 1000.0);
@@ -98,14 +106,36 @@ pub fn on_response<B>(response: &HttpResponse<B>, latency: Duration, span: &Span
     }
 }
 
-/// Requests by surface and status class, and their latency: bounded labels,
-/// never a raw path.
+/// Requests by surface and status class, and their latency; BFF
+/// operations by op and outcome code, and their latency by op. Bounded
+/// labels only, never a raw path.
 #[derive(Debug, Clone)]
 pub struct HttpMetrics {
     requests: Family<SurfaceLabels, Counter>,
     latency: Family<SurfaceLabel, Histogram>,
     /// Connections open now (bounded by `ACDM_MAX_CONNECTIONS`).
     pub open_connections: Gauge,
+    bff_operations: Family<OperationLabels, Counter>,
+    bff_latency: Family<OperationLabel, Histogram>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperationLabels {
+    op: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperationLabel {
+    op: &'static str,
+}
+
+/// The BFF operation a raw path names (`nc.write`), or `unknown`: one of a
+/// fixed set (the operations `NcOp` lists), whatever the caller sends.
+fn bff_op(path: &str) -> &'static str {
+    path.strip_prefix("/agent-tools/nc/")
+        .and_then(|op| op.parse::<NcOp>().ok())
+        .map_or("unknown", NcOp::label)
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -142,10 +172,26 @@ impl HttpMetrics {
             "HTTP connections open now (at most ACDM_MAX_CONNECTIONS)",
             open_connections.clone(),
         );
+        let bff_operations = Family::<OperationLabels, Counter>::default();
+        let bff_latency = Family::<OperationLabel, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+        });
+        registry.register(
+            "acdm_bff_operations",
+            "Agent Tools BFF operations by op and outcome code",
+            bff_operations.clone(),
+        );
+        registry.register(
+            "acdm_bff_operation_duration_seconds",
+            "Agent Tools BFF operation latency by op",
+            bff_latency.clone(),
+        );
         Self {
             requests,
             latency,
             open_connections,
+            bff_operations,
+            bff_latency,
         }
     }
 }
@@ -164,8 +210,22 @@ fn surface(path: &str) -> &'static str {
 /// Counts every request (refused ones included: this runs outside the gate).
 pub async fn count(State(metrics): State<HttpMetrics>, req: Request, next: Next) -> Response {
     let surface = surface(req.uri().path());
+    let op = (surface == "agent_tools").then(|| bff_op(req.uri().path()));
     let started = std::time::Instant::now();
     let response = next.run(req).await;
+    if let Some(op) = op {
+        metrics
+            .bff_operations
+            .get_or_create(&OperationLabels {
+                op,
+                outcome: outcome(&response),
+            })
+            .inc();
+        metrics
+            .bff_latency
+            .get_or_create(&OperationLabel { op })
+            .observe(started.elapsed().as_secs_f64());
+    }
     let status = match response.status().as_u16() {
         100..=199 => "1xx",
         200..=299 => "2xx",
@@ -218,4 +278,25 @@ pub fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Respon
     let mut response = failure(ErrorCode::InternalError, internal_message());
     response.extensions_mut().insert(Outcome("panic"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bff_op;
+
+    #[test]
+    fn every_nc_operation_has_its_own_label_and_anything_else_is_unknown() {
+        for op in acdm_core::nc::NcOp::ALL {
+            assert_eq!(bff_op(&format!("/agent-tools/nc/{op}")), format!("nc.{op}"));
+        }
+        for path in [
+            "/agent-tools/nc/",
+            "/agent-tools/nc/WRITE",
+            "/agent-tools/nc/%77rite",
+            "/agent-tools/nc/write/x",
+            "/agent-tools/other",
+        ] {
+            assert_eq!(bff_op(path), "unknown", "{path}");
+        }
+    }
 }

@@ -34,8 +34,14 @@ async fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
+        // Said once: a server's failure is a line of its log (where its
+        // other lines go); a command's is one plain message for the
+        // operator who typed it.
+        Err(error) if serving => {
             tracing::error!(error = format!("{error:#}"), "failed");
+            ExitCode::FAILURE
+        }
+        Err(error) => {
             #[allow(
                 clippy::print_stderr,
                 reason = "the error must reach the operator even with logs filtered"

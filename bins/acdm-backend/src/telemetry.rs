@@ -8,7 +8,29 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::{LogFormat, LogSettings};
 
-/// The filter: `ACDM_LOG`, else `RUST_LOG`, else `default`.
+/// The crates whose events are this service's own log; everything else
+/// (rmcp, sqlx, hyper, …) is a library.
+const OWN_CRATES: &[&str] = &[
+    "acdm_backend",
+    "acdm_bff",
+    "acdm_core",
+    "acdm_mcp",
+    "acdm_sources",
+    "acdm_store",
+];
+
+/// The default directives: our crates at `level`, libraries at `warn`,
+/// so their own chatter (rmcp's lines for every MCP call, for example)
+/// shows only when `ACDM_LOG` or `RUST_LOG` asks for it.
+fn default_directives(level: &str) -> String {
+    std::iter::once("warn".to_owned())
+        .chain(OWN_CRATES.iter().map(|krate| format!("{krate}={level}")))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The filter: `ACDM_LOG`, else `RUST_LOG`, else our crates at `default`
+/// and libraries at `warn`.
 fn filter(settings: &LogSettings, default: &str) -> EnvFilter {
     let from_settings = settings
         .filter
@@ -16,7 +38,7 @@ fn filter(settings: &LogSettings, default: &str) -> EnvFilter {
         .and_then(|f| EnvFilter::try_new(f).ok());
     from_settings
         .or_else(|| EnvFilter::try_from_default_env().ok())
-        .unwrap_or_else(|| EnvFilter::new(default))
+        .unwrap_or_else(|| EnvFilter::new(default_directives(default)))
 }
 
 /// Installs the global subscriber. `default` is the filter when neither
@@ -42,4 +64,50 @@ pub fn init(settings: &LogSettings, default: &str) {
     } else {
         builder.try_init()
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing_subscriber::layer::SubscriberExt;
+
+    use super::*;
+
+    /// Records the target of every event that passes the filter.
+    struct Targets(Arc<Mutex<Vec<String>>>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Targets {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _ctx: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            if let Ok(mut seen) = self.0.lock() {
+                seen.push(event.metadata().target().to_owned());
+            }
+        }
+    }
+
+    #[test]
+    fn by_default_library_info_lines_stay_out_and_ours_and_library_warnings_stay_in() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let subscriber = tracing_subscriber::registry()
+            .with(EnvFilter::new(default_directives("info")))
+            .with(Targets(seen.clone()));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(target: "rmcp::service", "serve server initialized");
+            tracing::info!(target: "sqlx::query", "summary");
+            tracing::debug!(target: "acdm_bff::nc", "detail");
+            tracing::info!(target: "acdm_backend::http", "request finished");
+            tracing::info!(target: "acdm_mcp::server", "tool called");
+            tracing::warn!(target: "sqlx::pool", "slow acquire");
+        });
+        let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+        assert_eq!(
+            seen,
+            ["acdm_backend::http", "acdm_mcp::server", "sqlx::pool"],
+            "only our info lines and every warning pass"
+        );
+    }
 }

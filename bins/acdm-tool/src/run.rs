@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use acdm_core::identity::headers;
 use acdm_core::nc::{
-    DeleteRequest, Encoding, ListRequest, MoveRequest, ReadRequest, SearchRequest, WriteRequest,
+    DeleteData, DeleteRequest, Encoding, ListRequest, MoveRequest, ReadRequest, SearchRequest,
+    WriteRequest,
 };
 use acdm_core::{ErrorCode, Identity, IdentityError, ToolResponse};
 use acdm_harness_client::{ClientConfig, HarnessClient};
@@ -70,8 +71,21 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
         Call::Read(request) => emit(&client.nc_read(&request).await, human),
         Call::Search(request) => emit(&client.nc_search(&request).await, human),
         Call::Write(request) => emit(&client.nc_write(&request).await, human),
-        Call::Delete(request) => emit(&client.nc_delete(&request).await, human),
+        Call::Delete(request) => emit(&confirm_with_yes(client.nc_delete(&request).await), human),
         Call::Move(request) => emit(&client.nc_move(&request).await, human),
+    }
+}
+
+/// A dry-run preview's suggested action names this tool's flag (`--yes`)
+/// instead of the wire's `dry_run: false`; every other answer is printed
+/// as the server sent it.
+fn confirm_with_yes(response: ToolResponse<DeleteData>) -> ToolResponse<DeleteData> {
+    if response.data().is_some_and(|data| data.dry_run) {
+        response.with_suggested_action(
+            "Run the same command again with --yes to delete (the item is kept in the backend's trash and can be restored).",
+        )
+    } else {
+        response
     }
 }
 

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use acdm_core::domain::MemberRole;
-use acdm_core::events::{Actor, EventId, EventStatus};
+use acdm_core::events::{Actor, EventId, EventRef, EventStatus};
 use acdm_core::{
     AbsPath, AgentName, ErrorCode, MountName, ProjectName, ProjectSlug, ScopeResolver, TokenDigest,
     ToolResponse, UserId,
@@ -352,6 +352,14 @@ fn event_id_param(field: &str, raw: &str) -> Result<EventId, Failure> {
         .map_err(|_| invalid_field(field, "must be an event id (a UUID)"))
 }
 
+/// The event a path names by its id or a unique prefix of it.
+async fn resolve_event_param(state: &AdminState, raw: &str) -> Result<EventId, Failure> {
+    let reference = raw
+        .parse::<EventRef>()
+        .map_err(|e| invalid_field("id", e.to_string()))?;
+    Ok(state.store.resolve_event(&reference).await?)
+}
+
 async fn list_events(
     State(state): State<AdminState>,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
@@ -400,7 +408,7 @@ async fn list_events(
 }
 
 async fn show_event(State(state): State<AdminState>, Path(id): Path<String>) -> Reply {
-    let id = event_id_param("id", &id)?;
+    let id = resolve_event_param(&state, &id).await?;
     let event = state.store.event(id).await?;
     let message = format!(
         "event {id}: {} {} ({})",
@@ -420,7 +428,7 @@ async fn revert_event(
     Path(id): Path<String>,
     StrictJson(body): StrictJson<RevertBody>,
 ) -> Reply {
-    let id = event_id_param("id", &id)?;
+    let id = resolve_event_param(&state, &id).await?;
     let revert = state
         .journal
         .revert(&Actor::direct(body.user_id.clone()), id, None)
@@ -456,8 +464,9 @@ struct SetKillSwitch {
     nc_writes_enabled: bool,
     #[serde(default)]
     reason: Option<String>,
-    #[serde(default)]
-    changed_by: Option<UserId>,
+    /// Who, as in a revert's body; `changed_by` is its deprecated name.
+    #[serde(default, alias = "changed_by")]
+    user_id: Option<UserId>,
 }
 
 async fn set_kill_switch(
@@ -477,20 +486,20 @@ async fn set_kill_switch(
     {
         return Err(invalid_field("reason", "must be at most 500 characters"));
     }
-    let changed_by = body.changed_by.as_ref().map(UserId::as_str);
+    let user_id = body.user_id.as_ref().map(UserId::as_str);
     state
         .store
         .set_switch(
             NC_WRITES_SWITCH,
             body.nc_writes_enabled,
-            changed_by,
+            user_id,
             body.reason.as_deref(),
         )
         .await?;
     let row = state.switch.refresh(&state.store).await?;
     tracing::warn!(
         nc_writes_enabled = body.nc_writes_enabled,
-        changed_by,
+        user_id,
         reason = body.reason.as_deref(),
         "kill switch set by an operator"
     );

@@ -36,6 +36,11 @@ use crate::extract::{StrictJson, invalid_field};
 use crate::pipeline::Caller;
 use crate::switch::KillSwitch;
 
+/// What a dry-run `delete` suggests: the same call with `dry_run: false`.
+/// Clients with their own spelling of that flag (acdm-tool's `--yes`)
+/// replace this suggested action with their own.
+const DELETE_CONFIRMATION: &str = "Call again with dry_run: false to delete (the item is kept in the backend's trash and can be restored).";
+
 /// Bounds of the nc operations.
 #[derive(Debug, Clone, Copy)]
 pub struct NcLimits {
@@ -594,7 +599,7 @@ impl Ctx {
             })
             .collect();
         let count = items.len();
-        ok(
+        let preview = ToolResponse::ok(
             DeleteData {
                 dry_run: true,
                 mount: mount.name.as_str().to_owned(),
@@ -605,11 +610,13 @@ impl Ctx {
                 event_id: None,
             },
             format!(
-                "dry run: deleting {}:{shown} would remove {count}{} item(s); nothing was changed. Call again with dry_run: false to delete.",
+                "dry run: deleting {}:{shown} would remove {count}{} item(s); nothing was changed.",
                 mount.name,
                 if truncated { "+" } else { "" }
             ),
         )
+        .with_suggested_action(DELETE_CONFIRMATION);
+        Ok(Envelope(preview).into_response())
     }
 
     async fn move_item(&self, body: Result<MoveRequest, Failure>) -> Reply {
@@ -623,7 +630,8 @@ impl Ctx {
             return Err(Failure::new(
                 ErrorCode::Conflict,
                 "to_rel_path is the same as from_rel_path, lies inside it, or contains it",
-            ));
+            )
+            .with_suggested_action("Choose a to_rel_path outside from_rel_path."));
         }
         let target = format!("{} -> /{to_rel}", Self::target(&mount, &from_rel));
         let params = json!({
@@ -638,7 +646,18 @@ impl Ctx {
             .journal
             .move_to(self.record(target, params), &from, &to, body.overwrite)
             .await
-            .map_err(|e| self.journal_failure(e, &mount, &shown))?;
+            .map_err(|e| {
+                let failure = self.journal_failure(e, &mount, &shown);
+                // A move has no etag to retry with: what helps is another
+                // target, or replacing the one that is there.
+                if failure.envelope().error_code() == Some(ErrorCode::Conflict) {
+                    failure.with_suggested_action(
+                        "Choose another to_rel_path (list the folder to see what is there), or call again with overwrite: true to replace the item there; the replaced item is kept and can be restored.",
+                    )
+                } else {
+                    failure
+                }
+            })?;
         ok(
             MoveData {
                 mount: mount.name.as_str().to_owned(),

@@ -19,7 +19,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::envelope::{Failure, Outcome};
+use crate::envelope::Failure;
 
 /// What the pipeline learnt about the caller, for handlers (a request
 /// extension, set only after the project was resolved).
@@ -93,7 +93,7 @@ pub async fn agent_pipeline(
 ) -> Response {
     let identity = match identity_from(req.headers()) {
         Ok(identity) => identity,
-        Err(failure) => return refused(failure, "missing_identity"),
+        Err(failure) => return failure.into_response(),
     };
     let span = tracing::Span::current();
     span.record("agent", identity.agent_name().as_str());
@@ -101,24 +101,11 @@ pub async fn agent_pipeline(
     span.record("thread", identity.thread_id().as_str());
     let project = match resolver.resolve(identity.agent_name()).await {
         Ok(project) => project,
-        Err(error) => {
-            let failure = Failure::from(error);
-            let outcome = failure
-                .envelope()
-                .error_code()
-                .map_or("error", ErrorCode::as_str);
-            return refused(failure, outcome);
-        }
+        Err(error) => return Failure::from(error).into_response(),
     };
     span.record("project", project.slug.as_str());
     req.extensions_mut().insert(Caller { identity, project });
     next.run(req).await
-}
-
-fn refused(failure: Failure, outcome: &'static str) -> Response {
-    let mut response = failure.into_response();
-    response.extensions_mut().insert(Outcome(outcome));
-    response
 }
 
 #[cfg(test)]

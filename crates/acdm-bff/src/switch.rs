@@ -29,6 +29,9 @@ pub struct KillSwitch {
 struct Inner {
     environment: bool,
     operator: AtomicBool,
+    /// True once the operator's row has been read: the first read learns
+    /// the switch, later ones may change it.
+    known: AtomicBool,
     refreshing: tokio::sync::Mutex<()>,
 }
 
@@ -53,6 +56,7 @@ impl KillSwitch {
                 environment,
                 // Closed until the operator's row has been read once.
                 operator: AtomicBool::new(false),
+                known: AtomicBool::new(false),
                 refreshing: tokio::sync::Mutex::new(()),
             }),
         }
@@ -75,11 +79,21 @@ impl KillSwitch {
         let state = store.switch(NC_WRITES_SWITCH).await?;
         let operator = state.as_ref().is_none_or(|s| s.enabled);
         let before = self.inner.operator.swap(operator, Ordering::AcqRel);
-        if before != operator {
+        let known = self.inner.known.swap(true, Ordering::AcqRel);
+        let user_id = state.as_ref().and_then(|s| s.changed_by.as_deref());
+        if !known {
+            // Learning the switch at start is not a change.
+            tracing::info!(
+                nc_writes_enabled = self.writes_enabled(),
+                operator_switch = operator,
+                user_id,
+                "kill switch for agents' file writes read"
+            );
+        } else if before != operator {
             tracing::warn!(
                 nc_writes_enabled = self.writes_enabled(),
                 operator_switch = operator,
-                changed_by = state.as_ref().and_then(|s| s.changed_by.as_deref()),
+                user_id,
                 "kill switch for agents' file writes changed"
             );
         }

@@ -57,6 +57,59 @@ impl fmt::Display for EventId {
     }
 }
 
+/// The fewest characters of an event id an operator may give.
+pub const MIN_EVENT_PREFIX: usize = 4;
+
+/// How an operator names an event: its whole id, or a prefix of it (at
+/// least [`MIN_EVENT_PREFIX`] hex digits) that the store resolves when it
+/// is unique, as git does for commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventRef {
+    /// A whole id.
+    Id(EventId),
+    /// The start of an id as displayed (lowercase hex digits and hyphens).
+    Prefix(String),
+}
+
+/// Why a text names no event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventRefError {
+    /// Characters that never occur in an event id.
+    #[error("must be an event id, or its first characters (0-9, a-f and -)")]
+    NotAnId,
+    /// Fewer hex digits than [`MIN_EVENT_PREFIX`].
+    #[error("give at least {MIN_EVENT_PREFIX} characters of the event id")]
+    TooShort,
+}
+
+impl FromStr for EventRef {
+    type Err = EventRefError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.len() == 36
+            && let Ok(id) = s.parse::<EventId>()
+        {
+            return Ok(Self::Id(id));
+        }
+        let prefix = s.to_ascii_lowercase();
+        if prefix.len() > 36 || !prefix.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
+            return Err(EventRefError::NotAnId);
+        }
+        if prefix.bytes().filter(u8::is_ascii_hexdigit).count() < MIN_EVENT_PREFIX {
+            return Err(EventRefError::TooShort);
+        }
+        Ok(Self::Prefix(prefix))
+    }
+}
+
+impl fmt::Display for EventRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Id(id) => id.fmt(f),
+            Self::Prefix(prefix) => write!(f, "{prefix}…"),
+        }
+    }
+}
+
 impl fmt::Debug for EventId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "EventId({})", self.0.hyphenated())
@@ -333,6 +386,31 @@ mod tests {
 
     fn abs(s: &str) -> AbsPath {
         AbsPath::parse(s).unwrap()
+    }
+
+    #[test]
+    fn an_event_is_named_by_its_id_or_a_prefix_of_at_least_four_hex_digits() {
+        let id = EventId::new_random();
+        let text = id.to_string();
+        assert_eq!(text.parse::<EventRef>(), Ok(EventRef::Id(id)));
+        assert_eq!(
+            text.to_uppercase().parse::<EventRef>(),
+            Ok(EventRef::Id(id))
+        );
+        assert_eq!(
+            "3F2A-9c".parse::<EventRef>(),
+            Ok(EventRef::Prefix("3f2a-9c".to_owned()))
+        );
+        assert_eq!("3f2".parse::<EventRef>(), Err(EventRefError::TooShort));
+        assert_eq!("3f-2-".parse::<EventRef>(), Err(EventRefError::TooShort));
+        assert_eq!("".parse::<EventRef>(), Err(EventRefError::TooShort));
+        for bad in ["3f2g", "3f2a%", "3f2a_", &format!("{text}0")] {
+            assert_eq!(
+                bad.parse::<EventRef>(),
+                Err(EventRefError::NotAnId),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

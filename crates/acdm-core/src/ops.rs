@@ -45,6 +45,11 @@ macro_rules! operations {
                 match self { $( $name::$variant => $text, )* }
             }
 
+            /// `<family>.<name>` (`nc.read`): how logs and metrics name it.
+            pub const fn label(self) -> &'static str {
+                match self { $( $name::$variant => concat!($family, ".", $text), )* }
+            }
+
             /// The endpoint, relative to the backend's root
             /// (`agent-tools/<family>/<name>`).
             pub const fn path(self) -> &'static str {

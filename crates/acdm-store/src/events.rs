@@ -14,7 +14,7 @@
 
 use acdm_core::domain::{Mount, ProjectId, ProjectRef};
 use acdm_core::events::{
-    Actor, ActorKind, EventId, EventOp, EventStatus, NewEvent, Step, StorageEvent,
+    Actor, ActorKind, EventId, EventOp, EventRef, EventStatus, NewEvent, Step, StorageEvent,
 };
 use acdm_core::{AgentName, ProjectSlug, ThreadId, UserId};
 use chrono::{DateTime, Utc};
@@ -205,7 +205,10 @@ pub struct SwitchState {
     pub enabled: bool,
     /// When it was last set.
     pub changed_at: DateTime<Utc>,
-    /// Who set it, when known.
+    /// Who set it, when known: a user id, serialised as `user_id` like
+    /// the actor of every other operator action (the column keeps its
+    /// first name, `changed_by`).
+    #[serde(rename = "user_id")]
     pub changed_by: Option<String>,
     /// Why, when given.
     pub reason: Option<String>,
@@ -471,6 +474,45 @@ impl Store {
             "storage event finished"
         );
         Ok(event)
+    }
+
+    /// The event `reference` names: a whole id as it is, a prefix when
+    /// exactly one event id starts with it. No match is `NotFound`; more
+    /// than one is a `Conflict` saying how many (up to ten are counted).
+    pub async fn resolve_event(&self, reference: &EventRef) -> Result<EventId, StoreError> {
+        const COUNTED: i64 = 10;
+        let prefix = match reference {
+            EventRef::Id(id) => return Ok(*id),
+            EventRef::Prefix(prefix) => prefix,
+        };
+        // A prefix holds only hex digits and hyphens, so it carries no
+        // LIKE wildcard.
+        let ids: Vec<String> = with_pool!(&self.pool, p => {
+            sqlx::query_scalar(
+                "SELECT id FROM user_storage_events WHERE id LIKE $1 ORDER BY id LIMIT $2",
+            )
+            .bind(format!("{prefix}%"))
+            .bind(COUNTED + 1)
+            .fetch_all(p)
+            .await?
+        });
+        match ids.as_slice() {
+            [] => Err(StoreError::NotFound {
+                what: "storage event",
+                key: reference.to_string(),
+            }),
+            [id] => id.parse().map_err(|e| StoreError::corrupt(TABLE, e)),
+            several => {
+                let count = if several.len() as i64 > COUNTED {
+                    format!("more than {COUNTED}")
+                } else {
+                    several.len().to_string()
+                };
+                Err(StoreError::Conflict(format!(
+                    "the event id prefix `{prefix}` is ambiguous: {count} events start with it; give more characters"
+                )))
+            }
+        }
     }
 
     /// One event.

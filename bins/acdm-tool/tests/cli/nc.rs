@@ -308,3 +308,43 @@ async fn identity_url_and_timeout_can_come_from_the_environment() {
     let request = double.only_request();
     assert_eq!(request.header("x-acdm-agent-name"), Some("project-alpha"));
 }
+
+#[tokio::test]
+async fn a_dry_run_delete_suggests_running_again_with_yes_not_the_wire_flag() {
+    let preview = json!({
+        "success": true, "code": "ok",
+        "message": "dry run: deleting project:/old would remove 1 item(s); nothing was changed.",
+        "data": {
+            "dry_run": true, "mount": "project", "rel_path": "old",
+            "would_delete": [{ "rel_path": "old", "is_dir": false, "size": 3 }],
+            "count": 1, "truncated": false,
+        },
+        "suggested_action": "Call again with dry_run: false to delete (the item is kept in the backend's trash and can be restored).",
+    });
+    for args in [
+        vec!["nc", "delete", "old"],
+        vec!["--human", "nc", "delete", "old"],
+    ] {
+        let double = Double::answering(200, preview.to_string()).await;
+        let ran = Tool::new(&double.url, &args).run().await;
+        ran.exits(0);
+        assert!(
+            ran.stdout.contains("again with --yes to delete"),
+            "{ran:#?}"
+        );
+        assert!(!ran.stdout.contains("dry_run: false"), "{ran:#?}");
+    }
+
+    // A real delete is printed as the server sent it.
+    let done = json!({
+        "success": true, "code": "ok", "message": "deleted project:/old",
+        "data": { "dry_run": false, "mount": "project", "rel_path": "old", "event_id": EVENT },
+        "suggested_action": null,
+    });
+    let double = Double::answering(200, done.to_string()).await;
+    let ran = Tool::new(&double.url, &["nc", "delete", "old", "--yes"])
+        .run()
+        .await;
+    ran.exits(0);
+    assert_eq!(ran.json(), done);
+}

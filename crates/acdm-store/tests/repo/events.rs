@@ -928,3 +928,48 @@ async fn a_switch_is_absent_until_set_then_reads_back_each_flip() {
         db.finish().await;
     }
 }
+
+#[tokio::test]
+async fn an_event_is_found_by_a_unique_prefix_and_an_ambiguous_one_says_how_many_match() {
+    use acdm_core::events::EventRef;
+    for db in migrated().await {
+        let s = &db.store;
+        let alpha = new_project(s, "alpha", "Alpha").await;
+        let mut ids = Vec::new();
+        for (n, id) in [
+            "abcd1111-0000-4000-8000-000000000001",
+            "abcd2222-0000-4000-8000-000000000002",
+            "abce3333-0000-4000-8000-000000000003",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut event = write(alpha, &format!("{n}.md"));
+            event.id = id.parse().unwrap();
+            s.record_intent(&event).await.unwrap();
+            ids.push(event.id);
+        }
+        let resolve = |text: &str| {
+            let reference: EventRef = text.parse().unwrap();
+            async move { s.resolve_event(&reference).await }
+        };
+        assert_eq!(resolve("abcd1").await.unwrap(), ids[0], "{}", db.name);
+        assert_eq!(resolve("ABCD2222-").await.unwrap(), ids[1], "{}", db.name);
+        assert_eq!(resolve("abce").await.unwrap(), ids[2], "{}", db.name);
+        let whole = ids[0].to_string();
+        assert_eq!(resolve(&whole).await.unwrap(), ids[0], "{}", db.name);
+
+        let ambiguous = conflict_message(resolve("abcd").await.unwrap_err());
+        assert!(
+            ambiguous.contains("`abcd` is ambiguous: 2 events start with it"),
+            "{}: {ambiguous}",
+            db.name
+        );
+        let missing = resolve("abcf").await.unwrap_err();
+        assert!(
+            matches!(&missing, StoreError::NotFound { what: "storage event", key } if key == "abcf…"),
+            "{}: {missing:?}",
+            db.name
+        );
+    }
+}
