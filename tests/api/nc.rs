@@ -203,6 +203,19 @@ async fn list_mounts_list_read_and_search_see_the_project_folder() {
     }
     assert_eq!(text, big);
     assert!(windows >= 3, "{windows} windows for {} bytes", big.len());
+    // Past the end: a failure naming the size, never an empty success the
+    // caller could take for content (the MCP read tools' rule too).
+    let past = fails(
+        &env,
+        "read",
+        json!({"rel_path": "big.txt", "offset": big.len()}),
+        422,
+        "validation_error",
+    )
+    .await;
+    let message = past["message"].as_str().unwrap();
+    assert!(message.contains(&big.len().to_string()), "{past}");
+    assert_eq!(past["data"]["errors"][0]["field"], "offset", "{past}");
 
     // Search: names inside this project only, relative to the mount.
     let found = ok(&env, "search", json!({"query": "plan"})).await;

@@ -18,7 +18,7 @@ use acdm_core::nc::{
 };
 use acdm_core::{AbsPath, ErrorCode, MountName, RelPath, ToolResponse};
 use acdm_journal::{Journal, JournalError, Record};
-use acdm_sources::render::render;
+use acdm_sources::render::{past_the_end, render};
 use acdm_sources::{ETag, Entry, FileReader, FileSearch, ReadRange, SourceError};
 use acdm_store::Store;
 use axum::extract::{FromRequest, Path, Request, State};
@@ -370,6 +370,13 @@ impl Ctx {
             .await
             .map_err(failure)?;
         let window = stream.collect(len).await.map_err(failure)?;
+        if let Some(size) = past_the_end(&window, body.offset) {
+            return Err(invalid_field(
+                "offset",
+                format!("{} is past the end of `{shown}` ({size} bytes)", body.offset),
+            )
+            .with_suggested_action("Read from offset 0, or continue with the next_offset a truncated answer gave; there is nothing after the last byte."));
+        }
         let rendered = render(&window, len);
         let message = match rendered.next_offset {
             Some(next) => format!(
