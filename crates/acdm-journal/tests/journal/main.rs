@@ -45,6 +45,17 @@ fn abs(path: &str) -> AbsPath {
     AbsPath::parse(path).unwrap()
 }
 
+/// What an agent's change records: the agent of [`agent`], no parameters.
+fn by_agent<'a>(project: &'a ProjectRef, target: &str) -> Record<'a> {
+    static AGENT: std::sync::LazyLock<Actor> = std::sync::LazyLock::new(agent);
+    Record {
+        actor: &AGENT,
+        project,
+        target: target.to_owned(),
+        params: serde_json::json!({}),
+    }
+}
+
 fn agent() -> Actor {
     Actor::via_agent(&Identity::new(
         UserId::parse("u-1").unwrap(),
@@ -156,17 +167,11 @@ const OPS: [Op; 6] = [
 async fn perform(world: &World, op: Op) -> Result<StorageEvent, JournalError> {
     let j = &world.journal;
     let p = &world.project;
-    let params = serde_json::json!({});
     let work = async {
         match op {
             Op::WriteNew => j
                 .write(
-                    Record {
-                        actor: &agent(),
-                        project: p,
-                        target: "project:/new/deep/file.md".into(),
-                        params,
-                    },
+                    by_agent(p, "project:/new/deep/file.md"),
                     &abs("/Projects/Alpha/new/deep/file.md"),
                     Bytes::from_static(b"fresh"),
                     None,
@@ -175,12 +180,7 @@ async fn perform(world: &World, op: Op) -> Result<StorageEvent, JournalError> {
                 .map(|w| w.event),
             Op::Overwrite => j
                 .write(
-                    Record {
-                        actor: &agent(),
-                        project: p,
-                        target: "project:/notes.md".into(),
-                        params,
-                    },
+                    by_agent(p, "project:/notes.md"),
                     &abs("/Projects/Alpha/notes.md"),
                     Bytes::from_static(b"rewritten\n"),
                     None,
@@ -189,36 +189,18 @@ async fn perform(world: &World, op: Op) -> Result<StorageEvent, JournalError> {
                 .map(|w| w.event),
             Op::Delete => {
                 j.delete(
-                    Record {
-                        actor: &agent(),
-                        project: p,
-                        target: "project:/notes.md".into(),
-                        params,
-                    },
+                    by_agent(p, "project:/notes.md"),
                     &abs("/Projects/Alpha/notes.md"),
                 )
                 .await
             }
             Op::DeleteFolder => {
-                j.delete(
-                    Record {
-                        actor: &agent(),
-                        project: p,
-                        target: "project:/docs".into(),
-                        params,
-                    },
-                    &abs("/Projects/Alpha/docs"),
-                )
-                .await
+                j.delete(by_agent(p, "project:/docs"), &abs("/Projects/Alpha/docs"))
+                    .await
             }
             Op::Move => j
                 .move_to(
-                    Record {
-                        actor: &agent(),
-                        project: p,
-                        target: "project:/notes.md -> /archive/notes.md".into(),
-                        params,
-                    },
+                    by_agent(p, "project:/notes.md -> /archive/notes.md"),
                     &abs("/Projects/Alpha/notes.md"),
                     &abs("/Projects/Alpha/archive/notes.md"),
                     false,
@@ -227,12 +209,7 @@ async fn perform(world: &World, op: Op) -> Result<StorageEvent, JournalError> {
                 .map(|(e, _)| e),
             Op::MoveOverwrite => j
                 .move_to(
-                    Record {
-                        actor: &agent(),
-                        project: p,
-                        target: "project:/notes.md -> /docs/plan.md".into(),
-                        params,
-                    },
+                    by_agent(p, "project:/notes.md -> /docs/plan.md"),
                     &abs("/Projects/Alpha/notes.md"),
                     &abs("/Projects/Alpha/docs/plan.md"),
                     true,
@@ -431,12 +408,7 @@ async fn a_revert_of_a_revert_reapplies_and_later_changes_block_a_revert() {
         world
             .journal
             .write(
-                Record {
-                    actor: &agent(),
-                    project: &world.project,
-                    target: "project:/notes.md".into(),
-                    params: serde_json::json!({}),
-                },
+                by_agent(&world.project, "project:/notes.md"),
                 &abs("/Projects/Alpha/notes.md"),
                 Bytes::from_static(b"later edit"),
                 None,
@@ -462,12 +434,7 @@ async fn a_revert_of_a_revert_reapplies_and_later_changes_block_a_revert() {
         world
             .journal
             .write(
-                Record {
-                    actor: &agent(),
-                    project: &world.project,
-                    target: "project:/archive/notes.md".into(),
-                    params: serde_json::json!({}),
-                },
+                by_agent(&world.project, "project:/archive/notes.md"),
                 &abs("/Projects/Alpha/archive/notes.md"),
                 Bytes::from_static(b"edited after the move, with more bytes"),
                 None,
@@ -505,12 +472,7 @@ async fn refused_writes_record_nothing_and_change_nothing() {
         world
             .journal
             .write(
-                Record {
-                    actor: &agent(),
-                    project: &world.project,
-                    target: "project:/notes.md".into(),
-                    params: serde_json::json!({}),
-                },
+                by_agent(&world.project, "project:/notes.md"),
                 &abs("/Projects/Alpha/notes.md"),
                 Bytes::from_static(b"x"),
                 Some(&stale),
@@ -527,12 +489,7 @@ async fn refused_writes_record_nothing_and_change_nothing() {
         world
             .journal
             .move_to(
-                Record {
-                    actor: &agent(),
-                    project: &world.project,
-                    target: "t".into(),
-                    params: serde_json::json!({}),
-                },
+                by_agent(&world.project, "t"),
                 &abs("/Projects/Alpha/notes.md"),
                 &abs("/Projects/Alpha/docs/plan.md"),
                 false,
