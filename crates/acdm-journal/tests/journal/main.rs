@@ -404,19 +404,16 @@ async fn a_revert_of_a_revert_reapplies_and_later_changes_block_a_revert() {
     // over it (it would sweep the later content away unnoticed).
     let world = World::new().await;
     let first = perform(&world, Op::Overwrite).await.unwrap();
-    (async {
-        world
-            .journal
-            .write(
-                by_agent(&world.project, "project:/notes.md"),
-                &abs("/Projects/Alpha/notes.md"),
-                Bytes::from_static(b"later edit"),
-                None,
-            )
-            .await
-    })
-    .await
-    .unwrap();
+    world
+        .journal
+        .write(
+            by_agent(&world.project, "project:/notes.md"),
+            &abs("/Projects/Alpha/notes.md"),
+            Bytes::from_static(b"later edit"),
+            None,
+        )
+        .await
+        .unwrap();
     let refused = world.journal.revert(&direct(), first.id, None).await;
     assert!(
         matches!(refused, Err(JournalError::Conflict(_))),
@@ -430,19 +427,16 @@ async fn a_revert_of_a_revert_reapplies_and_later_changes_block_a_revert() {
     // moving it back would carry the later content away unnoticed.
     let world = World::new().await;
     let moved = perform(&world, Op::Move).await.unwrap();
-    (async {
-        world
-            .journal
-            .write(
-                by_agent(&world.project, "project:/archive/notes.md"),
-                &abs("/Projects/Alpha/archive/notes.md"),
-                Bytes::from_static(b"edited after the move, with more bytes"),
-                None,
-            )
-            .await
-    })
-    .await
-    .unwrap();
+    world
+        .journal
+        .write(
+            by_agent(&world.project, "project:/archive/notes.md"),
+            &abs("/Projects/Alpha/archive/notes.md"),
+            Bytes::from_static(b"edited after the move, with more bytes"),
+            None,
+        )
+        .await
+        .unwrap();
     let refused = world.journal.revert(&direct(), moved.id, None).await;
     assert!(
         matches!(refused, Err(JournalError::Conflict(_))),
@@ -468,35 +462,29 @@ async fn refused_writes_record_nothing_and_change_nothing() {
     let before = world.snapshot();
     // A stale etag: refused before any intent is recorded.
     let stale = ETag::strong("not-the-etag").unwrap();
-    let refused = (async {
-        world
-            .journal
-            .write(
-                by_agent(&world.project, "project:/notes.md"),
-                &abs("/Projects/Alpha/notes.md"),
-                Bytes::from_static(b"x"),
-                Some(&stale),
-            )
-            .await
-    })
-    .await;
+    let refused = world
+        .journal
+        .write(
+            by_agent(&world.project, "project:/notes.md"),
+            &abs("/Projects/Alpha/notes.md"),
+            Bytes::from_static(b"x"),
+            Some(&stale),
+        )
+        .await;
     assert!(
         matches!(refused, Err(JournalError::Conflict(_))),
         "{refused:?}"
     );
     // Moving onto an existing file without overwrite.
-    let refused = (async {
-        world
-            .journal
-            .move_to(
-                by_agent(&world.project, "t"),
-                &abs("/Projects/Alpha/notes.md"),
-                &abs("/Projects/Alpha/docs/plan.md"),
-                false,
-            )
-            .await
-    })
-    .await;
+    let refused = world
+        .journal
+        .move_to(
+            by_agent(&world.project, "t"),
+            &abs("/Projects/Alpha/notes.md"),
+            &abs("/Projects/Alpha/docs/plan.md"),
+            false,
+        )
+        .await;
     assert!(
         matches!(refused, Err(JournalError::Conflict(_))),
         "{refused:?}"
