@@ -198,7 +198,8 @@ fn run() -> Result<Tally, String> {
 
     let (ran, printed) = run_readme_example(&root, &run_dir, &venv_python, port, &token)?;
     tally.record(
-        ran && printed.contains("acdm_read_nextcloud_file") && printed.contains("kickoff"),
+        ran && printed.contains("acdm_read_nextcloud_file")
+            && printed.contains("/Projects/Alpha/meetings/2026-11-03-kickoff.md"),
         "the README's MCP client example works as written",
     );
 

@@ -366,6 +366,9 @@ impl Application {
             } => {
                 tracing::warn!(grace_seconds = grace.as_secs(), "drain deadline passed; closing open connections");
                 server.abort();
+                // Wait until the aborted connections are gone before the
+                // database closes under them.
+                let _ = server.await;
             }
         }
         shutdown.cancel();

@@ -213,7 +213,7 @@ pub const SETTINGS: &[Setting] = &[
     setting(
         "ACDM_LOG",
         "info",
-        "Log filter in `tracing` syntax (`info`, `acdm_store=debug,info`). Falls back to `RUST_LOG`.",
+        "Log filter in `tracing` syntax. Unset (here and in `RUST_LOG`, its fallback): this service's crates at `info` and libraries (rmcp, sqlx, hyper, …) at `warn`. A value replaces that whole default: `info` shows the libraries' INFO lines too; `warn,acdm_store=debug` narrows to one crate.",
     ),
 ];
 

@@ -143,29 +143,47 @@ impl DemoTokens {
     }
 
     /// The tokens kept in `path`, or new ones written there (mode 0600)
-    /// when the file does not exist. A file others can read is made
-    /// private again; an unreadable or malformed one is an error naming
-    /// the file (delete it for new tokens).
+    /// when the file does not exist. A file others could read holds tokens
+    /// that may have leaked: they are replaced by new ones, with a warning.
+    /// A link, anything but a regular file, or a malformed file is an error
+    /// naming the file (delete it for new tokens).
     fn load_or_create(path: &std::path::Path) -> anyhow::Result<Self> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => {
-                let tokens = Self::parse(&text).map_err(|problem| {
-                    anyhow::anyhow!(
-                        "the demo's token file {} is not usable ({problem}); delete it to get new tokens",
-                        path.display()
-                    )
-                })?;
-                make_private(path)?;
-                Ok(tokens)
-            }
+        let meta = match std::fs::symlink_metadata(path) {
+            Ok(meta) => meta,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 let tokens = Self::random();
                 write_private(path, &tokens.render())?;
-                Ok(tokens)
+                return Ok(tokens);
             }
-            Err(error) => Err(error)
-                .with_context(|| format!("cannot read the demo's token file {}", path.display())),
+            Err(error) => {
+                return Err(error).with_context(|| {
+                    format!("cannot read the demo's token file {}", path.display())
+                });
+            }
+        };
+        if !meta.file_type().is_file() {
+            anyhow::bail!(
+                "the demo's token file {} is a link or not a regular file; delete it to get new tokens",
+                path.display()
+            );
         }
+        if readable_by_others(&meta) {
+            tracing::warn!(
+                file = %path.display(),
+                "the demo's token file was readable by others; its tokens were replaced by new ones (0600)"
+            );
+            let tokens = Self::random();
+            write_private(path, &tokens.render())?;
+            return Ok(tokens);
+        }
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the demo's token file {}", path.display()))?;
+        Self::parse(&text).map_err(|problem| {
+            anyhow::anyhow!(
+                "the demo's token file {} is not usable ({problem}); delete it to get new tokens",
+                path.display()
+            )
+        })
     }
 }
 
@@ -194,27 +212,18 @@ fn write_private(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
     written.with_context(|| format!("cannot write the demo's token file {}", path.display()))
 }
 
-/// Makes `path` readable by its owner only, saying so when it was not.
-fn make_private(path: &std::path::Path) -> anyhow::Result<()> {
+/// Whether a file's mode lets its group or others read or write it.
+fn readable_by_others(meta: &std::fs::Metadata) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path)
-            .with_context(|| format!("cannot inspect {}", path.display()))?
-            .permissions()
-            .mode();
-        if mode & 0o077 != 0 {
-            tracing::warn!(
-                file = %path.display(),
-                "the demo's token file was readable by others; made it private (0600)"
-            );
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-                .with_context(|| format!("cannot make {} private", path.display()))?;
-        }
+        meta.permissions().mode() & 0o077 != 0
     }
     #[cfg(not(unix))]
-    let _ = path;
-    Ok(())
+    {
+        let _ = meta;
+        false
+    }
 }
 
 /// Writes `content` at `base` + `rel` unless something is there already.
@@ -417,15 +426,31 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn a_token_file_others_can_read_is_made_private_again() {
+    fn tokens_others_could_read_are_replaced_by_new_private_ones() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join(TOKENS_FILE);
-        let kept = DemoTokens::load_or_create(&file).unwrap();
+        let exposed = DemoTokens::load_or_create(&file).unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert_eq!(DemoTokens::load_or_create(&file).unwrap(), kept);
+        let fresh = DemoTokens::load_or_create(&file).unwrap();
+        assert_ne!(fresh.service, exposed.service);
+        assert_ne!(fresh.admin, exposed.admin);
         let mode = std::fs::metadata(&file).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        assert_eq!(DemoTokens::load_or_create(&file).unwrap(), fresh);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_token_file_that_is_a_link_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("elsewhere");
+        std::fs::write(&target, "not tokens").unwrap();
+        let file = dir.path().join(TOKENS_FILE);
+        std::os::unix::fs::symlink(&target, &file).unwrap();
+        let error = DemoTokens::load_or_create(&file).unwrap_err().to_string();
+        assert!(error.contains("link or not a regular file"), "{error}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "not tokens");
     }
 
     #[test]
@@ -441,6 +466,11 @@ mod tests {
             ("nonsense\n", "neither a comment"),
         ] {
             std::fs::write(&file, text).unwrap();
+            // Private, as the demo writes it (a file others could read is
+            // replaced, not parsed).
+            #[cfg(unix)]
+            std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .unwrap();
             let error = format!("{:#}", DemoTokens::load_or_create(&file).unwrap_err());
             assert!(error.contains(problem), "{error}");
             assert!(error.contains("delete it to get new tokens"), "{error}");

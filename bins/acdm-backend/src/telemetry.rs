@@ -14,6 +14,7 @@ const OWN_CRATES: &[&str] = &[
     "acdm_backend",
     "acdm_bff",
     "acdm_core",
+    "acdm_journal",
     "acdm_mcp",
     "acdm_sources",
     "acdm_store",
@@ -101,13 +102,38 @@ mod tests {
             tracing::debug!(target: "acdm_bff::nc", "detail");
             tracing::info!(target: "acdm_backend::http", "request finished");
             tracing::info!(target: "acdm_mcp::server", "tool called");
+            tracing::info!(target: "acdm_journal", "storage event applied");
             tracing::warn!(target: "sqlx::pool", "slow acquire");
         });
         let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
         assert_eq!(
             seen,
-            ["acdm_backend::http", "acdm_mcp::server", "sqlx::pool"],
+            [
+                "acdm_backend::http",
+                "acdm_mcp::server",
+                "acdm_journal",
+                "sqlx::pool"
+            ],
             "only our info lines and every warning pass"
         );
+    }
+
+    #[test]
+    fn every_crate_of_the_service_counts_as_our_own_log() {
+        let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crates");
+        let mut missing = Vec::new();
+        for entry in std::fs::read_dir(crates).unwrap() {
+            let name = entry
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .replace('-', "_");
+            if name.starts_with("acdm_") && !OWN_CRATES.contains(&name.as_str()) {
+                missing.push(name);
+            }
+        }
+        // The client and the test support never run inside the service.
+        missing.retain(|n| n != "acdm_harness_client" && n != "acdm_test_support");
+        assert!(missing.is_empty(), "add {missing:?} to OWN_CRATES");
     }
 }

@@ -85,9 +85,9 @@ pub enum EventRefError {
 impl FromStr for EventRef {
     type Err = EventRefError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s.len() == 36
-            && let Ok(id) = s.parse::<EventId>()
-        {
+        // Every form a whole id is written in (hyphenated, 32 hex digits,
+        // braced, urn:uuid) names it; a prefix never parses as a whole id.
+        if let Ok(id) = s.parse::<EventId>() {
             return Ok(Self::Id(id));
         }
         let prefix = s.to_ascii_lowercase();
@@ -395,6 +395,12 @@ mod tests {
         assert_eq!(text.parse::<EventRef>(), Ok(EventRef::Id(id)));
         assert_eq!(
             text.to_uppercase().parse::<EventRef>(),
+            Ok(EventRef::Id(id))
+        );
+        let simple = text.replace('-', "");
+        assert_eq!(simple.parse::<EventRef>(), Ok(EventRef::Id(id)));
+        assert_eq!(
+            format!("urn:uuid:{text}").parse::<EventRef>(),
             Ok(EventRef::Id(id))
         );
         assert_eq!(

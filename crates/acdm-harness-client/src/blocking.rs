@@ -7,7 +7,7 @@ use std::cell::RefCell;
 
 use acdm_core::nc::{
     DeleteData, DeleteRequest, ListData, ListMountsRequest, ListRequest, MountsData, MoveData,
-    MoveRequest, ReadData, ReadRequest, SearchData, SearchRequest, WriteData, WriteRequest,
+    MoveRequest, NcOp, ReadData, ReadRequest, SearchData, SearchRequest, WriteData, WriteRequest,
 };
 use acdm_core::{ErrorCode, Identity, ToolResponse};
 use serde::Serialize;
@@ -91,36 +91,36 @@ impl BlockingClient {
 
     /// `nc/list_mounts`.
     pub fn nc_list_mounts(&self) -> ToolResponse<MountsData> {
-        self.call("agent-tools/nc/list_mounts", &ListMountsRequest {})
+        self.call(NcOp::ListMounts.path(), &ListMountsRequest {})
     }
 
     /// `nc/list`.
     pub fn nc_list(&self, request: &ListRequest) -> ToolResponse<ListData> {
-        self.call("agent-tools/nc/list", request)
+        self.call(NcOp::List.path(), request)
     }
 
     /// `nc/read`.
     pub fn nc_read(&self, request: &ReadRequest) -> ToolResponse<ReadData> {
-        self.call("agent-tools/nc/read", request)
+        self.call(NcOp::Read.path(), request)
     }
 
     /// `nc/search`.
     pub fn nc_search(&self, request: &SearchRequest) -> ToolResponse<SearchData> {
-        self.call("agent-tools/nc/search", request)
+        self.call(NcOp::Search.path(), request)
     }
 
     /// `nc/write`.
     pub fn nc_write(&self, request: &WriteRequest) -> ToolResponse<WriteData> {
-        self.call("agent-tools/nc/write", request)
+        self.call(NcOp::Write.path(), request)
     }
 
     /// `nc/delete`.
     pub fn nc_delete(&self, request: &DeleteRequest) -> ToolResponse<DeleteData> {
-        self.call("agent-tools/nc/delete", request)
+        self.call(NcOp::Delete.path(), request)
     }
 
     /// `nc/move`.
     pub fn nc_move(&self, request: &MoveRequest) -> ToolResponse<MoveData> {
-        self.call("agent-tools/nc/move", request)
+        self.call(NcOp::Move.path(), request)
     }
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use acdm_core::nc::{
     DeleteData, DeleteRequest, ListData, ListMountsRequest, ListRequest, MountsData, MoveData,
-    MoveRequest, ReadData, ReadRequest, SearchData, SearchRequest, WriteData, WriteRequest,
+    MoveRequest, NcOp, ReadData, ReadRequest, SearchData, SearchRequest, WriteData, WriteRequest,
 };
 use acdm_core::{ErrorCode, Identity, ToolResponse, headers};
 use reqwest::Client;
@@ -43,38 +43,38 @@ macro_rules! nc_methods {
     () => {
         /// `nc/list_mounts`: the project's mounts.
         pub async fn nc_list_mounts(&self) -> ToolResponse<MountsData> {
-            self.call("agent-tools/nc/list_mounts", &ListMountsRequest {})
+            self.call(NcOp::ListMounts.path(), &ListMountsRequest {})
                 .await
         }
 
         /// `nc/list`: one folder level.
         pub async fn nc_list(&self, request: &ListRequest) -> ToolResponse<ListData> {
-            self.call("agent-tools/nc/list", request).await
+            self.call(NcOp::List.path(), request).await
         }
 
         /// `nc/read`: a window of a file.
         pub async fn nc_read(&self, request: &ReadRequest) -> ToolResponse<ReadData> {
-            self.call("agent-tools/nc/read", request).await
+            self.call(NcOp::Read.path(), request).await
         }
 
         /// `nc/search`: files inside the project's mounts.
         pub async fn nc_search(&self, request: &SearchRequest) -> ToolResponse<SearchData> {
-            self.call("agent-tools/nc/search", request).await
+            self.call(NcOp::Search.path(), request).await
         }
 
         /// `nc/write`: create or overwrite a file (recorded, revertible).
         pub async fn nc_write(&self, request: &WriteRequest) -> ToolResponse<WriteData> {
-            self.call("agent-tools/nc/write", request).await
+            self.call(NcOp::Write.path(), request).await
         }
 
         /// `nc/delete`: a dry run unless `dry_run` is false.
         pub async fn nc_delete(&self, request: &DeleteRequest) -> ToolResponse<DeleteData> {
-            self.call("agent-tools/nc/delete", request).await
+            self.call(NcOp::Delete.path(), request).await
         }
 
         /// `nc/move`: rename or move (never over an existing item unless asked).
         pub async fn nc_move(&self, request: &MoveRequest) -> ToolResponse<MoveData> {
-            self.call("agent-tools/nc/move", request).await
+            self.call(NcOp::Move.path(), request).await
         }
     };
 }

@@ -37,7 +37,7 @@
 //!
 //! and one without it is refused by the compiler, not at run time:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0063
 //! # async fn no_actor(
 //! #     journal: acdm_journal::Journal,
 //! #     project: acdm_core::domain::ProjectRef,
