@@ -467,12 +467,7 @@ fn shorten(query: &str) -> String {
 /// error for an escape, as spec §3.4 asks — and never grants access: any
 /// path with such segments is refused either way.
 fn escapes_scope(raw: &str, scope: &AbsPath) -> bool {
-    if raw.is_empty() {
-        return false;
-    }
-    let resolved = resolve_loosely(raw);
-    let scope: Vec<String> = scope.segments().iter().map(|s| s.to_lowercase()).collect();
-    resolved.len() < scope.len() || resolved.iter().zip(&scope).any(|(a, b)| *a != b.as_str())
+    !raw.is_empty() && !lies_loosely_under(raw, scope)
 }
 
 /// Whether a read path, normalised as loosely as [`escapes_scope`] does and
@@ -480,13 +475,19 @@ fn escapes_scope(raw: &str, scope: &AbsPath) -> bool {
 /// (`<base>/.acdm-trash/`). Such a path is refused whatever the project
 /// name: the trash holds every project's kept copies.
 fn names_the_trash(raw: &str, base: &AbsPath) -> bool {
+    lies_loosely_under(raw, &trash_root(base))
+}
+
+/// Whether `raw`, resolved as loosely as [`resolve_loosely`] does, lies in
+/// `folder` (or is it), compared segment by segment without case.
+fn lies_loosely_under(raw: &str, folder: &AbsPath) -> bool {
     let resolved = resolve_loosely(raw);
-    let trash: Vec<String> = trash_root(base)
-        .segments()
-        .iter()
-        .map(|s| s.to_lowercase())
-        .collect();
-    resolved.len() >= trash.len() && resolved.iter().zip(&trash).all(|(a, b)| *a == b.as_str())
+    let folder = folder.segments();
+    resolved.len() >= folder.len()
+        && resolved
+            .iter()
+            .zip(folder)
+            .all(|(a, b)| *a == b.to_lowercase())
 }
 
 /// `raw` lower-cased, `%2e`/`%2f`/`%5c` decoded, backslashes as
