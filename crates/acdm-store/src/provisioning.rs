@@ -21,6 +21,12 @@ pub(crate) fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }
 
+/// The `(slug, name)` rows a new project ($1 slug, $2 name, $3 folded
+/// name) may collide with; rows from before the folded key ($3) was stored
+/// are compared in Rust by [`taken`].
+const COLLIDING: &str = "SELECT slug, name FROM projects \
+     WHERE slug = $1 OR name = $2 OR name_key = $3 OR name_key IS NULL";
+
 /// Why `slug` and `name` cannot be used, given the `(slug, name)` rows that
 /// may collide: the slug is taken, the name is taken, or an existing name
 /// differs from it only in case. Names the existing project.
@@ -195,8 +201,7 @@ impl Store {
         let lost_race = with_pool!(&self.pool, p => {
             let mut tx = p.begin_write().await?;
             let rows: Vec<(String, String)> = sqlx::query_as(
-                "SELECT slug, name FROM projects \
-                 WHERE slug = $1 OR name = $2 OR name_key = $3 OR name_key IS NULL",
+                COLLIDING,
             )
             .bind(slug.as_str())
             .bind(name.as_str())
@@ -243,8 +248,7 @@ impl Store {
         if lost_race {
             let rows: Vec<(String, String)> = with_pool!(&self.pool, p => {
                 sqlx::query_as(
-                    "SELECT slug, name FROM projects \
-                     WHERE slug = $1 OR name = $2 OR name_key = $3 OR name_key IS NULL",
+                    COLLIDING,
                 )
                 .bind(slug.as_str())
                 .bind(name.as_str())
