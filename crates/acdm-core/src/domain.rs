@@ -95,7 +95,7 @@ impl Project {
 macro_rules! name_enum {
     ($(#[$doc:meta])* $name:ident { $( $(#[$vdoc:meta])* $variant:ident = $text:literal ),* $(,)? }) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
         pub enum $name { $( $(#[$vdoc])* #[serde(rename = $text)] $variant, )* }
 
         impl $name {
@@ -108,16 +108,16 @@ macro_rules! name_enum {
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.write_str(self.as_str())
             }
         }
 
-        impl FromStr for $name {
-            type Err = UnknownVariant;
+        impl ::std::str::FromStr for $name {
+            type Err = $crate::domain::UnknownVariant;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
-                Self::ALL.iter().copied().find(|v| v.as_str() == s).ok_or_else(|| UnknownVariant {
+                Self::ALL.iter().copied().find(|v| v.as_str() == s).ok_or_else(|| $crate::domain::UnknownVariant {
                     value: s.to_owned(),
                     expected: concat!($( $text, " " ),*).trim_end(),
                 })

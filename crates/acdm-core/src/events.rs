@@ -20,7 +20,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::{ProjectId, UnknownVariant, name_enum};
+use crate::business::RowImage;
+use crate::domain::{ProjectId, name_enum};
 use crate::identity::Identity;
 use crate::names::{AgentName, ProjectSlug, ThreadId, UserId};
 use crate::path::{AbsPath, PathError};
@@ -154,6 +155,28 @@ name_enum!(
         NcMove = "nc_move",
         /// The undo of another event.
         Revert = "revert",
+        /// `business/create_meeting`.
+        CreateMeeting = "create_meeting",
+        /// `business/update_meeting`.
+        UpdateMeeting = "update_meeting",
+        /// `business/delete_meeting`: the meeting, its file rows and files.
+        DeleteMeeting = "delete_meeting",
+        /// `business/attach_meeting_file`: a file and its row.
+        AttachMeetingFile = "attach_meeting_file",
+        /// `business/delete_meeting_file`: a file and its row.
+        DeleteMeetingFile = "delete_meeting_file",
+        /// `business/update_report_status`.
+        UpdateReportStatus = "update_report_status",
+        /// An operator created a report.
+        CreateReport = "create_report",
+        /// An operator edited a report.
+        UpdateReport = "update_report",
+        /// An operator set a member's display name.
+        SetMemberName = "set_member_name",
+        /// An operator set the project's meta.
+        SetProjectMeta = "set_project_meta",
+        /// An operator created or edited a milestone.
+        SetMilestone = "set_milestone",
     }
 );
 
@@ -244,6 +267,19 @@ pub enum Step {
         /// Its etag right after the event, when known.
         etag: Option<String>,
     },
+    /// Change one business row of the event's project from `before` to
+    /// `after`: `before: None` inserts, `after: None` deletes. The row
+    /// must still match `before` ([`RowImage::still_matches`]) or the whole
+    /// event fails as a conflict. Row steps come after every file step of
+    /// a plan, and all of them are applied in one database transaction
+    /// together with marking the event applied: a pending event has
+    /// changed no row.
+    Row {
+        /// The row as the plan found it (`None`: absent).
+        before: Option<Box<RowImage>>,
+        /// The row as the plan leaves it (`None`: removed).
+        after: Option<Box<RowImage>>,
+    },
 }
 
 impl Step {
@@ -252,8 +288,32 @@ impl Step {
         match self {
             Step::Copy { from, to } | Step::Move { from, to } => vec![from, to],
             Step::Put { path, .. } | Step::Discard { path, .. } => vec![path],
+            Step::Row { .. } => Vec::new(),
         }
     }
+
+    /// Whether this step changes a database row rather than a file.
+    pub fn is_row(&self) -> bool {
+        matches!(self, Step::Row { .. })
+    }
+
+    /// The undo of a row change: the same row from `after` back to
+    /// `before`.
+    pub fn row_inverse(&self) -> Option<Step> {
+        match self {
+            Step::Row { before, after } => Some(Step::Row {
+                before: after.clone(),
+                after: before.clone(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The undo of a plan's row changes: each inverted, last first (a meeting
+/// deleted after its files is restored before them).
+pub fn rows_undo(plan: &[Step]) -> Vec<Step> {
+    plan.iter().rev().filter_map(Step::row_inverse).collect()
 }
 
 /// Where an event keeps what it replaces or removes:
@@ -283,11 +343,16 @@ pub fn trash_root(files_base: &AbsPath) -> AbsPath {
 }
 
 /// Turns an undo list into the steps a revert event performs, with every
-/// `Discard` becoming a move into `revert_trash`; also returns the revert's
-/// own undo (the inverse moves, last first), so a revert can be reverted.
+/// `Discard` becoming a move into `revert_trash` and every row change
+/// writing the old row back over the current one ([`RowImage::restored_over`]:
+/// a versioned row moves forward, stamped `at` and `by`); also returns the
+/// revert's own undo (the inverse moves, last first, then the inverse row
+/// changes, last first), so a revert can be reverted.
 pub fn revert_plan(
     undo: &[Step],
     revert_trash: &AbsPath,
+    at: DateTime<Utc>,
+    by: Option<&UserId>,
 ) -> Result<(Vec<Step>, Vec<Step>), PathError> {
     let mut plan = Vec::with_capacity(undo.len());
     for (index, step) in undo.iter().enumerate() {
@@ -300,22 +365,27 @@ pub fn revert_plan(
                 from: path.clone(),
                 to: kept_path(revert_trash, index, path)?,
             }),
-            // An undo only moves; anything else is kept as it is and
-            // refused by the executor.
+            Step::Row {
+                before: Some(current),
+                after: Some(old),
+            } => plan.push(Step::Row {
+                before: Some(current.clone()),
+                after: Some(Box::new(old.restored_over(current, at, by))),
+            }),
+            // Inserts and deletes put back exactly what was there; copies
+            // and puts never appear in an undo and are refused by the
+            // executor.
             other => plan.push(other.clone()),
         }
     }
-    let inverse = plan
-        .iter()
-        .rev()
-        .filter_map(|step| match step {
-            Step::Move { from, to } => Some(Step::Move {
-                from: to.clone(),
-                to: from.clone(),
-            }),
-            _ => None,
-        })
-        .collect();
+    let moves = plan.iter().rev().filter_map(|step| match step {
+        Step::Move { from, to } => Some(Step::Move {
+            from: to.clone(),
+            to: from.clone(),
+        }),
+        _ => None,
+    });
+    let inverse = moves.chain(rows_undo(&plan)).collect();
     Ok((plan, inverse))
 }
 
@@ -447,7 +517,7 @@ mod tests {
                 to: abs("/P/Alpha/a.md"),
             },
         ];
-        let (plan, inverse) = revert_plan(&undo, &trash).unwrap();
+        let (plan, inverse) = revert_plan(&undo, &trash, Utc::now(), None).unwrap();
         assert_eq!(
             plan,
             vec![

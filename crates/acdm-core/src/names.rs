@@ -198,7 +198,7 @@ fn check_opaque(input: &str, max: usize) -> Result<(), IdError> {
 macro_rules! string_newtype {
     ($(#[$doc:meta])* $name:ident, $err:ty, $parse:expr) => {
         $(#[$doc])*
-        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(try_from = "String", into = "String")]
         pub struct $name(String);
 

@@ -52,6 +52,8 @@
 //! # }
 //! ```
 
+mod change;
+
 use std::sync::Arc;
 
 use acdm_core::AbsPath;
@@ -67,6 +69,8 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 use sha2::{Digest, Sha256};
+
+pub use change::{Change, Changed};
 
 /// Where a write can be stopped by a test, to play a crash at that point:
 /// nothing after it runs, as if the process had died.
@@ -558,8 +562,29 @@ impl Journal {
         }
         let revert_id = EventId::new_random();
         let trash = trash_folder(&self.files_base, &original.project, revert_id);
-        let (plan, undo) = revert_plan(&original.undo, &trash)
-            .map_err(|e| JournalError::Conflict(e.to_string()))?;
+        let (plan, undo) = revert_plan(
+            &original.undo,
+            &trash,
+            chrono::Utc::now(),
+            actor.user_id.as_ref(),
+        )
+        .map_err(|e| JournalError::Conflict(e.to_string()))?;
+        // A row changed since the event cannot be put back silently.
+        if plan.iter().any(Step::is_row) {
+            match self
+                .store
+                .rows_still_match(original.project_id, &plan)
+                .await
+            {
+                Ok(()) => {}
+                Err(StoreError::Stale { what, detail }) => {
+                    return Err(JournalError::Conflict(format!(
+                        "{what} was changed after event {id} ({detail}); revert the later events first"
+                    )));
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
         // A discarded file must still be what the event left, so a later
         // change is not swept into the trash unnoticed.
         let expected = original
@@ -630,6 +655,9 @@ impl Journal {
             undo,
             reverts: Some(id),
         };
+        if event.plan.iter().any(Step::is_row) {
+            return Ok(self.run_change(event, None).await?.event);
+        }
         self.run_moves(event).await
     }
 
@@ -715,8 +743,28 @@ impl Journal {
         Ok(settled)
     }
 
+    /// Whether `path` holds a file of `size` bytes whose SHA-256 is `sha256`.
+    async fn holds(&self, path: &AbsPath, sha256: &str, size: u64) -> Result<bool, JournalError> {
+        Ok(match self.probe(path).await? {
+            Some(entry) if !entry.is_folder() && entry.size == Some(size) => {
+                let window = self
+                    .files
+                    .read(path, ReadRange::new(0, size))
+                    .await?
+                    .collect(size)
+                    .await?;
+                sha256_hex(&window.bytes) == sha256
+            }
+            _ => false,
+        })
+    }
+
     /// Decides one pending event; `true` when it turned out applied.
     async fn settle(&self, event: &StorageEvent) -> Result<bool, JournalError> {
+        if event.plan.iter().any(Step::is_row) {
+            let done = self.settle_change(event).await?;
+            return self.mark_settled(event, done).await;
+        }
         let put = event.plan.iter().find_map(|step| match step {
             Step::Put {
                 path, sha256, size, ..
@@ -731,18 +779,7 @@ impl Journal {
                 Some(kept) => self.probe(kept).await?.is_some(),
                 None => true,
             };
-            let content_ok = match self.probe(path).await? {
-                Some(entry) if !entry.is_folder() && entry.size == Some(size) => {
-                    let window = self
-                        .files
-                        .read(path, ReadRange::new(0, size))
-                        .await?
-                        .collect(size)
-                        .await?;
-                    sha256_hex(&window.bytes) == *sha256
-                }
-                _ => false,
-            };
+            let content_ok = self.holds(path, sha256, size).await?;
             // Nothing to roll back: the put is the last step, and a copy in
             // the trash changes nothing the project can see (and is kept).
             kept_ok && content_ok
@@ -774,6 +811,11 @@ impl Journal {
             }
             all
         };
+        self.mark_settled(event, done).await
+    }
+
+    /// Marks a pending event as the reconciler found it.
+    async fn mark_settled(&self, event: &StorageEvent, done: bool) -> Result<bool, JournalError> {
         if done {
             self.store
                 .mark_applied(event.id, Some(&json!({ "settled_by": "reconciler" })))

@@ -119,3 +119,50 @@ pub(crate) async fn connect(config: &DatabaseConfig) -> Result<Pool, StoreError>
         }
     }
 }
+
+/// A write transaction on either backend, for code that runs several
+/// statements (each through [`with_tx!`]) and commits once.
+pub(crate) enum Tx {
+    Sqlite(Transaction<'static, sqlx::Sqlite>),
+    /// With whether it was started to write (then rows read are locked).
+    Postgres(Transaction<'static, sqlx::Postgres>, bool),
+}
+
+impl Tx {
+    /// Starts a write transaction on `pool`.
+    pub(crate) async fn begin(pool: &Pool) -> Result<Self, sqlx::Error> {
+        Ok(match pool {
+            Pool::Sqlite(p) => Tx::Sqlite(p.begin_write().await?),
+            Pool::Postgres(p) => Tx::Postgres(p.begin_write().await?, true),
+        })
+    }
+
+    /// Starts a transaction that only reads (a consistent view of several
+    /// rows, taking no write lock).
+    pub(crate) async fn begin_read(pool: &Pool) -> Result<Self, sqlx::Error> {
+        Ok(match pool {
+            Pool::Sqlite(p) => Tx::Sqlite(p.begin().await?),
+            Pool::Postgres(p) => Tx::Postgres(p.begin().await?, false),
+        })
+    }
+
+    /// Commits.
+    pub(crate) async fn commit(self) -> Result<(), sqlx::Error> {
+        match self {
+            Tx::Sqlite(t) => t.commit().await,
+            Tx::Postgres(t, _) => t.commit().await,
+        }
+    }
+}
+
+/// Runs `$body` with `$t` bound to the concrete transaction (use
+/// `&mut **$t` as the executor), once per backend.
+macro_rules! with_tx {
+    ($tx:expr, $t:ident => $body:expr) => {
+        match $tx {
+            $crate::db::Tx::Sqlite($t) => $body,
+            $crate::db::Tx::Postgres($t, _) => $body,
+        }
+    };
+}
+pub(crate) use with_tx;

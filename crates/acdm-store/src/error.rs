@@ -17,6 +17,18 @@ pub enum StoreError {
     /// The change collides with existing data (a taken slug or name).
     #[error("{0}")]
     Conflict(String),
+    /// A row changed since a write was planned against it (optimistic
+    /// concurrency): nothing was written.
+    #[error("{what} changed since the change was planned: {detail}")]
+    Stale {
+        /// The row, for people (`meeting 7f…`).
+        what: String,
+        /// How it differs (`it is at version 4 now`).
+        detail: String,
+    },
+    /// A paging cursor that this store did not hand out.
+    #[error("{}", acdm_core::business::CursorError)]
+    InvalidCursor,
     /// The database cannot be reached, timed out or is busy; retryable.
     #[error("the database is unavailable")]
     Unavailable(#[source] sqlx::Error),
@@ -50,13 +62,14 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// The ToolResponse code this error answers with. Only `NotFound` and
-    /// `Conflict` carry text meant for the caller; the others are logged.
+    /// The ToolResponse code this error answers with. Only `NotFound`,
+    /// `Conflict`, `Stale` and `InvalidCursor` carry text meant for the caller; the others are logged.
     pub fn code(&self) -> acdm_core::ErrorCode {
         use acdm_core::ErrorCode;
         match self {
             Self::NotFound { .. } => ErrorCode::NotFound,
-            Self::Conflict(_) => ErrorCode::Conflict,
+            Self::Conflict(_) | Self::Stale { .. } => ErrorCode::Conflict,
+            Self::InvalidCursor => ErrorCode::ValidationError,
             Self::Unavailable(_) => ErrorCode::ServiceUnavailable,
             Self::Database(_)
             | Self::Migrate(_)

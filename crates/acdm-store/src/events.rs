@@ -20,7 +20,7 @@ use acdm_core::{AgentName, ProjectSlug, ThreadId, UserId};
 use chrono::{DateTime, Utc};
 
 use crate::Store;
-use crate::db::{WritePool, with_pool};
+use crate::db::{Tx, WritePool, with_pool, with_tx};
 use crate::error::StoreError;
 use crate::provisioning::{MountRow, now, project_ref};
 
@@ -405,10 +405,25 @@ impl Store {
         result: Option<String>,
         error: Option<&str>,
     ) -> Result<StorageEvent, StoreError> {
+        let mut tx = Tx::begin(&self.pool).await?;
+        let event = self.finish_in(&mut tx, id, status, result, error).await?;
+        tx.commit().await?;
+        Ok(event)
+    }
+
+    /// [`Store::finish_event`] inside the caller's transaction (which
+    /// [`Store::apply_rows`] also uses for the rows it changes).
+    pub(crate) async fn finish_in(
+        &self,
+        tx: &mut Tx,
+        id: EventId,
+        status: EventStatus,
+        result: Option<String>,
+        error: Option<&str>,
+    ) -> Result<StorageEvent, StoreError> {
         let at = now();
         let key = id.to_string();
-        let row: EventRow = with_pool!(&self.pool, p => {
-            let mut tx = p.begin_write().await?;
+        let row: EventRow = with_tx!(tx, tx => {
             let reverts: Option<Option<String>> = sqlx::query_scalar(
                 "UPDATE user_storage_events SET status = $1, result = $2, error = $3, updated_at = $4 \
                  WHERE id = $5 AND status = 'pending' RETURNING reverts",
@@ -418,13 +433,13 @@ impl Store {
             .bind(error)
             .bind(at)
             .bind(&key)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut **tx)
             .await?;
             let Some(reverts) = reverts else {
                 let current: Option<String> =
                     sqlx::query_scalar("SELECT status FROM user_storage_events WHERE id = $1")
                         .bind(&key)
-                        .fetch_optional(&mut *tx)
+                        .fetch_optional(&mut **tx)
                         .await?;
                 return Err(match current {
                     None => not_found_event(id),
@@ -440,7 +455,7 @@ impl Store {
                     .bind(at)
                     .bind(&original)
                     .bind(&key)
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await?
                     .rows_affected();
                     if marked == 0 {
@@ -456,13 +471,12 @@ impl Store {
                     .bind(at)
                     .bind(&original)
                     .bind(&key)
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await?;
                 }
             }
-            let row = fetch_event!(tx, &key).ok_or_else(|| not_found_event(id))?;
-            tx.commit().await?;
-            row
+            let conn = &mut **tx;
+            fetch_event!(conn, &key).ok_or_else(|| not_found_event(id))?
         });
         let event = row.into_domain()?;
         tracing::info!(

@@ -13,6 +13,7 @@
 //! crates; knows nothing of HTTP or MCP. Only the binary reads the
 //! environment and builds a [`DatabaseConfig`].
 
+mod business;
 mod config;
 mod db;
 mod error;
@@ -26,6 +27,7 @@ use acdm_core::domain::ProjectRef;
 use acdm_core::scope::{DirectoryError, ProjectDirectory};
 use async_trait::async_trait;
 
+pub use business::{CalendarItem, Page};
 pub use config::{DatabaseConfig, DatabaseTarget, TargetError};
 pub use db::Backend;
 pub use error::StoreError;

@@ -17,6 +17,8 @@
     reason = "tests fail loudly"
 )]
 
+mod business;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

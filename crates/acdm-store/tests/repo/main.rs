@@ -10,6 +10,7 @@
     reason = "tests fail loudly and report what they measured"
 )]
 
+mod business;
 mod events;
 mod harness;
 mod migrations;
