@@ -143,7 +143,7 @@ async fn rows_change_with_their_event_and_only_from_the_state_they_were_planned_
         let stale = write(s, p.id, vec![(Some(RowImage::Meeting(m.clone())), None)]).await;
         match stale {
             Err(StoreError::Stale { detail, .. }) => {
-                assert!(detail.contains("version 2"), "{}: {detail}", db.name)
+                assert!(detail.contains("version 2"), "{}: {detail}", db.name);
             }
             other => panic!("{}: {other:?}", db.name),
         }
