@@ -145,7 +145,9 @@ impl From<StoreError> for Failure {
     fn from(error: StoreError) -> Self {
         let code = error.code();
         match code {
-            ErrorCode::NotFound | ErrorCode::Conflict => Self::new(code, error.to_string()),
+            ErrorCode::NotFound | ErrorCode::Conflict | ErrorCode::ValidationError => {
+                Self::new(code, error.to_string())
+            }
             ErrorCode::ServiceUnavailable => {
                 tracing::warn!(error = %error_chain(&error), "database unavailable");
                 Self::new(code, "the backend's database is unavailable right now")

@@ -36,6 +36,16 @@ crate::ops::operations!(
 );
 
 impl NcOp {
+    /// What the acting user's role must grant (spec §6.5): reads for
+    /// viewers and up, writes for members and up.
+    pub const fn access(self) -> crate::business::Access {
+        if self.writes() {
+            crate::business::Access::Contribute
+        } else {
+            crate::business::Access::Read
+        }
+    }
+
     /// The JSON Schema of the operation's request body, generated from the
     /// very type the BFF parses.
     pub fn request_schema(self) -> schemars::Schema {

@@ -529,6 +529,28 @@ impl Store {
         }
     }
 
+    /// The newest `limit` events of `project` about `target`, newest first
+    /// (a business object's history: `meeting:<id>`).
+    pub async fn events_about(
+        &self,
+        project: ProjectId,
+        target: &str,
+        limit: u32,
+    ) -> Result<Vec<StorageEvent>, StoreError> {
+        let rows: Vec<EventRow> = with_pool!(&self.pool, p => {
+            sqlx::query_as::<_, EventRow>(concat!(
+                select_events!(),
+                "WHERE e.project_id = $1 AND e.target = $2 ORDER BY e.created_at DESC, e.id DESC LIMIT $3"
+            ))
+            .bind(project.to_string())
+            .bind(target)
+            .bind(i64::from(limit.clamp(1, MAX_LIMIT)))
+            .fetch_all(p)
+            .await?
+        });
+        rows.into_iter().map(EventRow::into_domain).collect()
+    }
+
     /// One event.
     pub async fn event(&self, id: EventId) -> Result<StorageEvent, StoreError> {
         let row: Option<EventRow> = with_pool!(&self.pool, p => {

@@ -6,6 +6,8 @@
 //! live here too: which report moves are allowed, what a role may do, how
 //! long a title may be, which time window a list may span.
 
+pub mod wire;
+
 use std::fmt;
 use std::str::FromStr;
 
