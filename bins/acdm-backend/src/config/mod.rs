@@ -864,6 +864,58 @@ mod tests {
                 );
             }
         }
+        let documented: Vec<_> = documented_defaults().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(
+            documented,
+            SETTINGS.iter().map(|s| s.name).collect::<Vec<_>>(),
+            "docs/config.md lists exactly the declared settings, in order"
+        );
+    }
+
+    /// The (setting, default) cells of the table in `docs/config.md`.
+    fn documented_defaults() -> Vec<(String, String)> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        text.lines()
+            .filter_map(|line| line.strip_prefix("| `"))
+            .map(|row| {
+                let mut cells = row.splitn(3, " | ");
+                let name = cells.next().unwrap().trim_end_matches('`');
+                let default = cells.next().unwrap().trim_matches('`');
+                (name.to_owned(), default.to_owned())
+            })
+            .collect()
+    }
+
+    /// A shown value as the docs write it: lists comma-separated, unset
+    /// optional values as `(unset)` or `(empty)`.
+    fn as_documented(value: &serde_json::Value) -> Vec<String> {
+        match value {
+            serde_json::Value::String(s) if s == kinds::NOT_SET => {
+                vec!["(unset)".to_owned(), "(empty)".to_owned()]
+            }
+            serde_json::Value::String(s) => vec![s.clone()],
+            serde_json::Value::Array(items) => {
+                let items: Vec<_> = items.iter().filter_map(|i| i.as_str()).collect();
+                vec![items.join(",")]
+            }
+            other => vec![other.to_string()],
+        }
+    }
+
+    #[test]
+    fn every_default_in_the_docs_is_what_an_empty_configuration_loads() {
+        let c = Config::load_from(None, Vec::new()).unwrap();
+        let shown: BTreeMap<_, _> = c.shown().into_iter().collect();
+        let documented = documented_defaults();
+        assert_eq!(documented.len(), SETTINGS.len());
+        for (name, default) in documented {
+            let value = shown.get(name.as_str()).unwrap_or_else(|| panic!("{name}"));
+            assert!(
+                as_documented(value).contains(&default),
+                "{name}: docs/config.md says `{default}`, an empty configuration loads {value}"
+            );
+        }
     }
 
     #[test]
@@ -876,6 +928,44 @@ mod tests {
                 setting.doc().contains(&stated),
                 "{name}: the doc text should state the range {stated}"
             );
+        }
+    }
+
+    #[test]
+    fn secrets_are_secret_in_the_docs_and_redacted_in_the_output() {
+        let secrets: Vec<_> = SETTINGS
+            .iter()
+            .filter(|s| s.secret)
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(
+            secrets,
+            [
+                "ACDM_MCP_SERVICE_TOKEN",
+                "ACDM_ADMIN_TOKEN",
+                "DATABASE_URL",
+                "GITLAB_WIKI_PAT",
+                "NEXTCLOUD_APP_PASSWORD"
+            ]
+        );
+        let c = load(&[
+            ("ACDM_MCP_SERVICE_TOKEN", TOKEN),
+            ("ACDM_ADMIN_TOKEN", ADMIN),
+            ("DATABASE_URL", "postgres://u:hunter2@db/acdm"),
+            ("GITLAB_WIKI_BASE_URL", "https://gitlab.example.com"),
+            ("GITLAB_WIKI_PROJECT_ID", "42"),
+            ("GITLAB_WIKI_PAT", "glpat-secret-value"),
+            ("NEXTCLOUD_URL", "https://cloud.example.com"),
+            ("NEXTCLOUD_USER", "svc"),
+            ("NEXTCLOUD_APP_PASSWORD", "nc-app-password"),
+        ])
+        .unwrap();
+        for (name, value) in c.shown() {
+            if secrets.contains(&name) {
+                assert_eq!(value, kinds::REDACTED, "{name}");
+            } else {
+                assert_ne!(value, kinds::REDACTED, "{name}");
+            }
         }
     }
 }
