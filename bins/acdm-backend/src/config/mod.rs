@@ -67,6 +67,8 @@ macro_rules! settings {
         pub struct $config {
             $(
                 $(#[doc = $doc])+
+                #[doc = ""]
+                #[doc = concat!("Setting `", $name, "`, default ", $default, ".")]
                 pub $field: $ty,
             )+
         }
