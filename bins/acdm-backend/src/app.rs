@@ -408,10 +408,10 @@ impl ServiceSources {
 /// local folders `<ACDM_DATA_DIR>/wiki` and `<ACDM_DATA_DIR>/files`
 /// otherwise.
 pub fn build_sources(config: &Config) -> anyhow::Result<ServiceSources> {
-    let http = HttpClient::new(config.upstream.clone())
-        .context("cannot build the upstream HTTP client")?;
+    let http =
+        HttpClient::new(config.upstream()).context("cannot build the upstream HTTP client")?;
     let main = GitRef::parse("main").context("the default wiki ref")?;
-    let wiki: Arc<dyn WikiSource> = match &config.gitlab {
+    let wiki: Arc<dyn WikiSource> = match &config.gitlab() {
         None if !config.local_sources => Arc::new(Unconfigured::new("GITLAB_WIKI_BASE_URL")),
         Some(gitlab) => Arc::new(
             GitLabWiki::new(
@@ -430,7 +430,7 @@ pub fn build_sources(config: &Config) -> anyhow::Result<ServiceSources> {
                 .context("the local wiki folder in ACDM_DATA_DIR")?,
         ),
     };
-    let (files, search): (Arc<dyn FileWriter>, Arc<dyn FileSearch>) = match &config.nextcloud {
+    let (files, search): (Arc<dyn FileWriter>, Arc<dyn FileSearch>) = match &config.nextcloud() {
         None if !config.local_sources => {
             let none = Arc::new(Unconfigured::new("NEXTCLOUD_URL"));
             (none.clone(), none)
@@ -489,8 +489,8 @@ async fn spawn_reconciler(journal: Journal, settle_after: Duration, shutdown: Ca
 /// Connects to the configured database and applies migrations when
 /// `ACDM_AUTO_MIGRATE` is on.
 pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
-    let target = config.database.target.describe();
-    let store = Store::connect(&config.database)
+    let target = config.database().target.describe();
+    let store = Store::connect(&config.database())
         .await
         .with_context(|| format!("cannot open the database ({target})"))?;
     if config.auto_migrate {
@@ -509,7 +509,7 @@ pub async fn serve(config: &Config, on_ready: impl FnOnce(SocketAddr)) -> anyhow
     let address = app.local_addr()?;
     tracing::info!(
         address = %address,
-        database = %config.database.target.describe(),
+        database = %config.database().target.describe(),
         "acdm-backend listening on http://{address}"
     );
     if config.service_token.is_none() {

@@ -246,12 +246,12 @@ pub async fn run_operator(command: Command, config: &Config) -> anyhow::Result<(
     match command {
         Command::Serve | Command::Demo => anyhow::bail!("serve and demo are not operator commands"),
         Command::CheckConfig => {
-            let store = acdm_store::Store::connect(&config.database)
+            let store = acdm_store::Store::connect(&config.database())
                 .await
                 .with_context(|| {
                     format!(
                         "cannot open the database ({})",
-                        config.database.target.describe()
+                        config.database().target.describe()
                     )
                 })?;
             let migrations = store.migration_status().await?;
@@ -263,7 +263,7 @@ pub async fn run_operator(command: Command, config: &Config) -> anyhow::Result<(
             }))
         }
         Command::Migrate => {
-            let store = acdm_store::Store::connect(&config.database).await?;
+            let store = acdm_store::Store::connect(&config.database()).await?;
             store.migrate().await.context("cannot apply migrations")?;
             let status = store.migration_status().await?;
             store.close().await;

@@ -278,7 +278,7 @@ async fn provision(store: &Store, config: &Config) -> anyhow::Result<()> {
 /// the project folder. The service itself is not started.
 /// Refuses when GitLab or Nextcloud is configured.
 pub async fn prepare(config: &Config) -> anyhow::Result<AbsPath> {
-    if config.gitlab.is_some() || config.nextcloud.is_some() {
+    if config.gitlab().is_some() || config.nextcloud().is_some() {
         anyhow::bail!(
             "the demo writes sample pages and files into the local folders; unset GITLAB_WIKI_BASE_URL and NEXTCLOUD_URL to run it"
         );

@@ -1,0 +1,980 @@
+//! Configuration: settings from an optional TOML file and the environment
+//! (the environment wins), validated into typed values at start.
+//!
+//! A setting has one name everywhere — the environment variable of spec §8,
+//! and the same key in the TOML file — so every error names exactly what an
+//! operator has to change. Secrets become [`SecretString`]s as they are
+//! read and are never printed; `check-config` shows whether they are set.
+//! Environment values are taken literally (no quote or escape processing).
+//!
+//! Each setting is declared once, in the `settings!` block below: its doc
+//! comment, [`Config`] field and type, name, documented default and kind
+//! (`kinds.rs`: parsing, range, secrecy, display). From that one
+//! declaration come the field, its reading (`reader.rs`), its row in
+//! [`SETTINGS`] and `docs/config.md`, and its entry in
+//! [`Config::redacted`]. Rules between settings are in
+//! `Config::check_together`.
+
+mod kinds;
+mod reader;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use acdm_core::AbsPath;
+use acdm_store::{DatabaseConfig, DatabaseTarget};
+use figment::Figment;
+use figment::providers::{Format, Toml};
+use figment::value::Dict;
+use secrecy::SecretString;
+use serde_json::json;
+use url::Url;
+
+use kinds::{
+    Address, Bool, Checked, Count, DatabaseUrl, Folder, Hosts, InstanceUrl, LogFilter, LogFormats,
+    Millis, Optional, Seconds, Secret, StorePath, Token, check_nextcloud_user, check_project_id,
+    number,
+};
+pub use reader::Setting;
+use reader::{EnvironmentStrings, Reader};
+
+/// Declares every setting once. Each entry is its doc comment (the
+/// operator-facing text of `docs/config.md`, also the field's rustdoc) and
+/// `field: Type = "NAME", default "text", kind;`. It generates:
+///
+/// - the [`Config`] field;
+/// - its reading in `Config::read_declared`: unset or empty gives the
+///   documented default, read by the same kind, so the two cannot differ;
+///   a bad value is a problem naming the setting and its source;
+/// - its row in [`SETTINGS`] (the secret column comes from the kind);
+/// - its entry in [`Config::shown`] (a secret kind shows only whether it
+///   is set).
+macro_rules! settings {
+    (
+        $(#[$meta:meta])*
+        pub struct $config:ident {
+            $(
+                $(#[doc = $doc:literal])+
+                $field:ident: $ty:ty = $name:literal, default $default:literal, $kind:expr;
+            )+
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $config {
+            $(
+                $(#[doc = $doc])+
+                #[doc = ""]
+                #[doc = concat!("Setting `", $name, "`, default ", $default, ".")]
+                pub $field: $ty,
+            )+
+        }
+
+        /// Every setting the service reads, in declaration order.
+        /// `docs/config.md` is generated from this table (and a test keeps it
+        /// current).
+        pub const SETTINGS: &[Setting] = &[
+            $(
+                Setting {
+                    name: $name,
+                    default: $default,
+                    secret: kinds::is_secret(&$kind),
+                    doc_lines: concat!($($doc),+),
+                },
+            )+
+        ];
+
+        impl $config {
+            /// Reads every declared setting; `None` when any has a problem
+            /// (each one is recorded in `r`, so all are reported at once).
+            fn read_declared(r: &mut Reader) -> Option<Self> {
+                $( let $field = r.read($name, $default, &$kind); )+
+                Some(Self { $( $field: $field?, )+ })
+            }
+
+            /// Every setting's value as `check-config` shows it, in
+            /// declaration order; secrets show only whether they are set.
+            pub fn shown(&self) -> Vec<(&'static str, serde_json::Value)> {
+                vec![$( ($name, kinds::Kind::show(&$kind, &self.$field)), )+]
+            }
+
+            /// Every setting's accepted range, when it is a bounded number.
+            #[cfg(test)]
+            fn declared_ranges() -> Vec<(&'static str, Option<std::ops::RangeInclusive<u64>>)> {
+                vec![$( ($name, kinds::Kind::range(&$kind)), )+]
+            }
+        }
+    };
+}
+
+settings! {
+    /// The validated configuration: one field per setting. Groups that
+    /// other crates take as one value are built on demand
+    /// ([`Config::database`], [`Config::gitlab`], [`Config::nextcloud`],
+    /// [`Config::upstream`], [`Config::log`]).
+    #[derive(Debug, Clone)]
+    pub struct Config {
+        /// Address and port to listen on. Containers set `0.0.0.0:8002`.
+        listen_addr: SocketAddr = "ACDM_LISTEN_ADDR", default "127.0.0.1:8002", Address;
+        /// Folder for the embedded SQLite database, local-folder sources and trash. Created if
+        /// missing.
+        data_dir: PathBuf = "ACDM_DATA_DIR", default "./data", Folder;
+        /// Shared service token callers send in `X-ACDM-Service-Auth`. Empty refuses every `/mcp`
+        /// and `/agent-tools` request (and `/readyz` says so). Otherwise at least 32 visible ASCII
+        /// characters: `openssl rand -hex 32`.
+        service_token: Option<SecretString> = "ACDM_MCP_SERVICE_TOKEN",
+            default "(empty)", Optional(Token);
+        /// Bearer token of the operator API at `/admin`. Empty disables the API (every `/admin`
+        /// path is 404). At least 32 visible ASCII characters, and never the service token.
+        admin_token: Option<SecretString> = "ACDM_ADMIN_TOKEN", default "(empty)", Optional(Token);
+        /// Kill switch for file writes made through agents. `false` refuses them with
+        /// `kill_switch_off` and operators cannot enable them at run time; with `true`, operators
+        /// can switch writes off (and on again) at run time for every server (`PUT
+        /// /admin/kill-switch`, `acdm-backend kill-switch`). Off wins.
+        nc_writes_enabled: bool = "ACDM_AI_NC_WRITES_ENABLED", default "true", Bool;
+        /// `postgres://…` for PostgreSQL, or `sqlite:<path>`. Unset: the SQLite file
+        /// `<ACDM_DATA_DIR>/acdm.sqlite3`. May carry a password, so it is treated as a secret.
+        database_url: Option<DatabaseTarget> = "DATABASE_URL",
+            default "(unset)", Optional(DatabaseUrl);
+        /// Size of the database connection pool (1–200).
+        database_max_connections: u32 = "DATABASE_MAX_CONNECTIONS",
+            default "10", number::<u32>(1..=200);
+        /// Apply pending database migrations when `serve` or a provisioning command starts. With
+        /// `false`, run `acdm-backend migrate` yourself; `/readyz` reports pending migrations.
+        auto_migrate: bool = "ACDM_AUTO_MIGRATE", default "true", Bool;
+        /// Root of the GitLab instance holding the wiki (`https://gitlab.example.com`); the client
+        /// adds `/api/v4/…`. Unset: the wiki is the local folder `<ACDM_DATA_DIR>/wiki`.
+        gitlab_wiki_base_url: Option<Url> = "GITLAB_WIKI_BASE_URL",
+            default "(unset)", Optional(InstanceUrl);
+        /// The wiki's GitLab project: a numeric id or a `group/project` path. Required with
+        /// `GITLAB_WIKI_BASE_URL`.
+        gitlab_wiki_project_id: Option<String> = "GITLAB_WIKI_PROJECT_ID",
+            default "(unset)", Optional(Checked(check_project_id));
+        /// GitLab personal access token with `read_api` (sent as `PRIVATE-TOKEN`). Missing while
+        /// GitLab is configured: `/mcp/health` reports the wiki source as failing.
+        gitlab_wiki_pat: Option<SecretString> = "GITLAB_WIKI_PAT",
+            default "(empty)", Optional(Secret);
+        /// Root of the Nextcloud instance (`https://cloud.example.com`). Unset: files live in the
+        /// local folder `<ACDM_DATA_DIR>/files`.
+        nextcloud_url: Option<Url> = "NEXTCLOUD_URL", default "(unset)", Optional(InstanceUrl);
+        /// The Nextcloud service account whose files hold the projects. Required with
+        /// `NEXTCLOUD_URL`.
+        nextcloud_user: Option<String> = "NEXTCLOUD_USER",
+            default "(unset)", Optional(Checked(check_nextcloud_user));
+        /// App password of the service account. Missing while Nextcloud is configured:
+        /// `/mcp/health` reports the file source as failing.
+        nextcloud_app_password: Option<SecretString> = "NEXTCLOUD_APP_PASSWORD",
+            default "(empty)", Optional(Secret);
+        /// Folder inside the service account's files that holds one folder per project:
+        /// `<NEXTCLOUD_BASE_PATH>/<project name>/`.
+        files_base: AbsPath = "NEXTCLOUD_BASE_PATH", default "/Projects", StorePath;
+        /// Use local folders under ACDM_DATA_DIR for the wiki and files when GitLab or Nextcloud is
+        /// not configured. Production sets `false`: an unconfigured source then answers
+        /// `source_not_configured` instead of serving an empty folder.
+        local_sources: bool = "ACDM_LOCAL_SOURCES", default "true", Bool;
+        /// Keep MCP sessions (SSE streams, `Mcp-Session-Id`). Default: stateless with JSON
+        /// responses, so any replica answers any request.
+        mcp_sessions: bool = "ACDM_MCP_SESSIONS", default "false", Bool;
+        /// Largest window the MCP read tools return in one call (1024–4194304); the default window
+        /// is 32 KiB or this, whichever is smaller.
+        mcp_max_read_bytes: u64 = "ACDM_MCP_MAX_READ_BYTES",
+            default "131072", number::<u64>(1024..=4_194_304);
+        /// Time allowed to connect to GitLab or Nextcloud (1–60).
+        upstream_connect_timeout: Duration = "ACDM_UPSTREAM_CONNECT_TIMEOUT_SECONDS",
+            default "5", Seconds(1..=60);
+        /// Longest silence allowed while GitLab or Nextcloud answers (1–300).
+        upstream_read_timeout: Duration = "ACDM_UPSTREAM_READ_TIMEOUT_SECONDS",
+            default "15", Seconds(1..=300);
+        /// Budget for one upstream call, retries included (1–600).
+        upstream_timeout: Duration = "ACDM_UPSTREAM_TIMEOUT_SECONDS",
+            default "30", Seconds(1..=600);
+        /// Extra attempts for upstream reads after a transient failure (0–5); writes are never
+        /// retried blindly.
+        upstream_retries: u32 = "ACDM_UPSTREAM_RETRIES", default "2", number::<u32>(0..=5);
+        /// Comma-separated `Host` values the MCP endpoint accepts (`host` or `host:port`).
+        /// In-network callers use the service hostname.
+        mcp_allowed_hosts: Vec<String> = "ACDM_MCP_ALLOWED_HOSTS",
+            default "localhost,127.0.0.1,::1,acdm-backend", Hosts;
+        /// How long a resolved agent → project mapping is cached (1–3600). Misses are never cached.
+        scope_cache_ttl: Duration = "ACDM_SCOPE_CACHE_TTL_SECONDS",
+            default "300", Seconds(1..=3600);
+        /// How often each server checks whether agent mounts changed elsewhere (100–60000); an
+        /// unmount reaches every server within this time.
+        scope_poll_interval: Duration = "ACDM_SCOPE_POLL_MILLIS",
+            default "2000", Millis(100..=60_000);
+        /// Storage events still `pending` this long after they were recorded are settled by the
+        /// reconciler (at start-up and every 30 s): found done ⇒ `applied`, otherwise rolled back ⇒
+        /// `failed` (60–86400). Keep it well above the longest write (a handful of upstream calls,
+        /// each up to `ACDM_UPSTREAM_TIMEOUT_SECONDS`), so no replica settles another's write in
+        /// flight. `acdm-backend events reconcile` settles everything now, after a crash.
+        events_settle_after: Duration = "ACDM_EVENTS_SETTLE_AFTER_SECONDS",
+            default "600", Seconds(60..=86_400);
+        /// Largest request body accepted, in bytes (1024–268435456); larger bodies get
+        /// `payload_too_large`.
+        max_request_bytes: usize = "ACDM_MAX_REQUEST_BYTES",
+            default "10485760", Count(1024..=268_435_456);
+        /// Time a client has to send a complete request head (1–300); slower clients get `408` and
+        /// are disconnected, however they dribble. It is also how long an idle keep-alive
+        /// connection stays open, so a load balancer's idle timeout towards this service must be
+        /// shorter.
+        header_read_timeout: Duration = "ACDM_HEADER_READ_TIMEOUT_SECONDS",
+            default "30", Seconds(1..=300);
+        /// Connections served at once (1–65536). When reached, new connections wait in the listen
+        /// backlog until one closes (they are not refused). Keep it below the process's
+        /// file-descriptor limit, leaving room for the database pool and upstream calls.
+        max_connections: usize = "ACDM_MAX_CONNECTIONS", default "512", Count(1..=65_536);
+        /// On SIGTERM/SIGINT, how long in-flight requests may finish before open connections are
+        /// closed (0–300).
+        shutdown_grace: Duration = "ACDM_SHUTDOWN_GRACE_SECONDS", default "10", Seconds(0..=300);
+        /// `json` (one object per line), `pretty`, or `auto`: pretty on a terminal, JSON otherwise.
+        /// Logs go to standard error.
+        log_format: LogFormat = "ACDM_LOG_FORMAT", default "auto", LogFormats;
+        /// Log filter in `tracing` syntax. Unset (here and in `RUST_LOG`, its fallback): this
+        /// service's crates at `info` and libraries (rmcp, sqlx, hyper, …) at `warn`. A value
+        /// replaces that whole default: `info` shows the libraries' INFO lines too;
+        /// `warn,acdm_store=debug` narrows to one crate.
+        log_filter: Option<String> = "ACDM_LOG", default "(unset)", Optional(LogFilter);
+    }
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Pretty on a terminal, JSON otherwise.
+    Auto,
+    /// One JSON object per line.
+    Json,
+    /// Human-readable.
+    Pretty,
+}
+
+/// Logging settings.
+#[derive(Debug, Clone)]
+pub struct LogSettings {
+    /// Output format.
+    pub format: LogFormat,
+    /// `ACDM_LOG`, if set.
+    pub filter: Option<String>,
+}
+
+/// The GitLab wiki source, when configured.
+#[derive(Debug, Clone)]
+pub struct GitlabSettings {
+    /// Instance root.
+    pub base_url: Url,
+    /// Numeric id or `group/project`.
+    pub project_id: String,
+    /// The token; `None` is reported by health checks.
+    pub pat: Option<SecretString>,
+}
+
+/// The Nextcloud file source, when configured.
+#[derive(Debug, Clone)]
+pub struct NextcloudSettings {
+    /// Instance root.
+    pub url: Url,
+    /// Service account.
+    pub user: String,
+    /// App password; `None` is reported by health checks.
+    pub app_password: Option<SecretString>,
+}
+
+/// Everything wrong with a configuration, each line naming its setting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// One line per problem: `SETTING (source): problem`.
+    pub problems: Vec<String>,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "invalid configuration:")?;
+        for problem in &self.problems {
+            writeln!(f, "  - {problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Reads the optional TOML `file` and the process environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        Self::load_from(file, std::env::vars_os())
+    }
+
+    /// Reads the optional TOML `file` and the given environment (tests pass
+    /// their own, so they never touch the process environment).
+    pub fn load_from(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (OsString, OsString)>,
+    ) -> Result<Self, ConfigError> {
+        let mut problems = Vec::new();
+        let mut env_values = BTreeMap::new();
+        for (key, value) in env {
+            let Some(key) = key.to_str() else { continue };
+            if !SETTINGS.iter().any(|s| s.name == key) {
+                continue;
+            }
+            match value.into_string() {
+                Ok(value) => {
+                    env_values.insert(key.to_owned(), value);
+                }
+                Err(_) => problems.push(format!("{key} (from environment): is not valid UTF-8")),
+            }
+        }
+        let mut figment = Figment::new();
+        if let Some(file) = file {
+            if !file.is_file() {
+                problems.push(format!("config file {} does not exist", file.display()));
+            }
+            figment = figment.merge(Toml::file_exact(file));
+        }
+        figment = figment.merge(EnvironmentStrings(env_values));
+        let values: Dict = match figment.extract() {
+            Ok(values) => values,
+            Err(error) => {
+                problems.push(format!("cannot read the configuration: {error}"));
+                Dict::new()
+            }
+        };
+        for key in values.keys() {
+            if !SETTINGS.iter().any(|s| s.name == key.as_str()) {
+                let hint = SETTINGS
+                    .iter()
+                    .find(|s| s.name.eq_ignore_ascii_case(key))
+                    .map(|s| format!(" (did you mean {}?)", s.name))
+                    .unwrap_or_default();
+                problems.push(format!(
+                    "{key}: unknown setting{hint}; see docs/config.md for the list"
+                ));
+            }
+        }
+        let mut r = Reader::new(SETTINGS, figment, values, problems);
+        let config = Self::read_declared(&mut r);
+        Self::check_together(&mut r);
+        let problems = r.finish();
+        match config {
+            Some(config) if problems.is_empty() => Ok(config),
+            _ => Err(ConfigError { problems }),
+        }
+    }
+
+    /// The rules between settings, on their raw values so they are reported
+    /// alongside problems with the values themselves.
+    fn check_together(r: &mut Reader) {
+        let service = r.valid_text("ACDM_MCP_SERVICE_TOKEN", &Token);
+        let admin = r.valid_text("ACDM_ADMIN_TOKEN", &Token);
+        if service.is_some() && service == admin {
+            r.problem(
+                "ACDM_ADMIN_TOKEN",
+                "must differ from ACDM_MCP_SERVICE_TOKEN",
+            );
+        }
+
+        let gitlab_url_set = r.is_set("GITLAB_WIKI_BASE_URL");
+        let gitlab_project_set = r.is_set("GITLAB_WIKI_PROJECT_ID");
+        let gitlab_pat_set = r.is_set("GITLAB_WIKI_PAT");
+        if gitlab_url_set && !gitlab_project_set {
+            r.require("GITLAB_WIKI_PROJECT_ID", "GITLAB_WIKI_BASE_URL");
+        }
+        if !gitlab_url_set && (gitlab_project_set || gitlab_pat_set) {
+            r.require(
+                "GITLAB_WIKI_BASE_URL",
+                "GITLAB_WIKI_PROJECT_ID or GITLAB_WIKI_PAT",
+            );
+        }
+
+        let nc_url_set = r.is_set("NEXTCLOUD_URL");
+        let nc_user_set = r.is_set("NEXTCLOUD_USER");
+        let nc_password_set = r.is_set("NEXTCLOUD_APP_PASSWORD");
+        if nc_url_set && !nc_user_set {
+            r.require("NEXTCLOUD_USER", "NEXTCLOUD_URL");
+        }
+        if !nc_url_set && (nc_user_set || nc_password_set) {
+            r.require("NEXTCLOUD_URL", "NEXTCLOUD_USER or NEXTCLOUD_APP_PASSWORD");
+        }
+    }
+
+    /// `DATABASE_URL` (unset: the SQLite file `acdm.sqlite3` in the data
+    /// folder) and `DATABASE_MAX_CONNECTIONS`.
+    pub fn database(&self) -> DatabaseConfig {
+        let target = self
+            .database_url
+            .clone()
+            .unwrap_or_else(|| DatabaseTarget::Sqlite {
+                path: self.data_dir.join("acdm.sqlite3"),
+            });
+        let mut database = DatabaseConfig::new(target);
+        database.max_connections = self.database_max_connections;
+        database
+    }
+
+    /// `GITLAB_WIKI_*`, when the wiki is on GitLab.
+    pub fn gitlab(&self) -> Option<GitlabSettings> {
+        Some(GitlabSettings {
+            base_url: self.gitlab_wiki_base_url.clone()?,
+            project_id: self.gitlab_wiki_project_id.clone()?,
+            pat: self.gitlab_wiki_pat.clone(),
+        })
+    }
+
+    /// `NEXTCLOUD_*`, when the files are on Nextcloud.
+    pub fn nextcloud(&self) -> Option<NextcloudSettings> {
+        Some(NextcloudSettings {
+            url: self.nextcloud_url.clone()?,
+            user: self.nextcloud_user.clone()?,
+            app_password: self.nextcloud_app_password.clone(),
+        })
+    }
+
+    /// `ACDM_UPSTREAM_*`: timeouts and retries of GitLab and Nextcloud calls.
+    pub fn upstream(&self) -> acdm_sources::http::HttpSettings {
+        acdm_sources::http::HttpSettings {
+            connect_timeout: self.upstream_connect_timeout,
+            read_timeout: self.upstream_read_timeout,
+            timeout: self.upstream_timeout,
+            retries: self.upstream_retries,
+            ..acdm_sources::http::HttpSettings::default()
+        }
+    }
+
+    /// `ACDM_LOG_FORMAT` and `ACDM_LOG`.
+    pub fn log(&self) -> LogSettings {
+        LogSettings {
+            format: self.log_format,
+            filter: self.log_filter.clone(),
+        }
+    }
+
+    /// The configuration with every secret replaced by whether it is set,
+    /// for `check-config` and the start-up log: every setting by name, and
+    /// which database and sources that makes.
+    pub fn redacted(&self) -> serde_json::Value {
+        let source = |configured: bool, name: &str| {
+            if configured {
+                json!({ "source": name })
+            } else if self.local_sources {
+                json!({ "source": "local folder" })
+            } else {
+                json!({ "source": "not configured" })
+            }
+        };
+        let mut out: serde_json::Map<String, serde_json::Value> = self
+            .shown()
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+        out.insert(
+            "database".to_owned(),
+            json!(self.database().target.describe()),
+        );
+        out.insert("wiki".to_owned(), source(self.gitlab().is_some(), "gitlab"));
+        out.insert(
+            "files".to_owned(),
+            source(self.nextcloud().is_some(), "nextcloud"),
+        );
+        serde_json::Value::Object(out)
+    }
+}
+
+/// `docs/config.md`, generated from [`SETTINGS`].
+pub fn reference_markdown() -> String {
+    let mut out = String::from(
+        "# Configuration reference\n\n\
+         <!-- Generated from the settings! declarations in bins/acdm-backend/src/config/mod.rs; \
+         regenerate with `ACDM_UPDATE_DOCS=1 cargo test -p acdm-backend --lib config`. -->\n\n\
+         Every setting is read from the environment, or from the same key in a TOML file given \
+         with `--config <file>` (or `ACDM_CONFIG`); the environment wins. Unknown keys in the \
+         file are errors. Invalid values stop the service at start with a message naming the \
+         setting. Secrets are never printed: `acdm-backend check-config` shows whether they are set.\n\n\
+         | setting | default | secret | meaning |\n|---|---|---|---|\n",
+    );
+    for s in SETTINGS {
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            s.name,
+            if s.default.starts_with('(') {
+                s.default.to_owned()
+            } else {
+                format!("`{}`", s.default)
+            },
+            if s.secret { "yes" } else { "" },
+            s.doc()
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use secrecy::ExposeSecret;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    fn load(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::load_from(None, env(pairs))
+    }
+
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+    const ADMIN: &str = "fedcba9876543210fedcba9876543210";
+
+    #[test]
+    fn the_defaults_give_an_embedded_service_that_refuses_traffic() {
+        let c = load(&[("HOME", "/root"), ("PATH", "/bin")]).unwrap();
+        assert_eq!(c.listen_addr.to_string(), "127.0.0.1:8002");
+        assert_eq!(c.data_dir, PathBuf::from("./data"));
+        assert!(c.service_token.is_none() && c.admin_token.is_none());
+        assert!(c.nc_writes_enabled && c.auto_migrate);
+        assert_eq!(
+            c.database().target.describe(),
+            "sqlite file ./data/acdm.sqlite3"
+        );
+        assert_eq!(c.files_base.to_string(), "/Projects");
+        assert!(c.gitlab().is_none() && c.nextcloud().is_none());
+        assert_eq!(
+            c.mcp_allowed_hosts,
+            ["localhost", "127.0.0.1", "::1", "acdm-backend"]
+        );
+        assert_eq!(c.scope_cache_ttl, Duration::from_secs(300));
+        assert_eq!(c.log().format, LogFormat::Auto);
+    }
+
+    /// Each bad value fails with a message that starts with its setting.
+    fn check_invalid(pairs: &[(&str, &str)], expected_start: &str) {
+        let err = load(pairs).unwrap_err();
+        assert!(
+            err.problems.iter().any(|p| p.starts_with(expected_start)),
+            "{pairs:?}: {err}"
+        );
+    }
+
+    #[test]
+    fn slow_clients_are_bounded_by_default_and_the_bounds_are_validated() {
+        let c = load(&[]).unwrap();
+        assert_eq!(c.header_read_timeout, Duration::from_secs(30));
+        assert_eq!(c.max_connections, 512);
+        let c = load(&[
+            ("ACDM_HEADER_READ_TIMEOUT_SECONDS", "5"),
+            ("ACDM_MAX_CONNECTIONS", "2000"),
+        ])
+        .unwrap();
+        assert_eq!(c.header_read_timeout, Duration::from_secs(5));
+        assert_eq!(c.max_connections, 2000);
+        check_invalid(
+            &[("ACDM_HEADER_READ_TIMEOUT_SECONDS", "0")],
+            "ACDM_HEADER_READ_TIMEOUT_SECONDS (from environment): 0 is outside 1–300",
+        );
+        check_invalid(
+            &[("ACDM_MAX_CONNECTIONS", "0")],
+            "ACDM_MAX_CONNECTIONS (from environment): 0 is outside 1–65536",
+        );
+        check_invalid(
+            &[("ACDM_MAX_CONNECTIONS", "many")],
+            "ACDM_MAX_CONNECTIONS (from environment): `many` is not a whole number",
+        );
+    }
+
+    #[test]
+    fn invalid_values_fail_naming_the_setting_and_its_source() {
+        check_invalid(
+            &[("ACDM_LISTEN_ADDR", "localhost")],
+            "ACDM_LISTEN_ADDR (from environment): `localhost` is not",
+        );
+        check_invalid(
+            &[("ACDM_MCP_SERVICE_TOKEN", "short")],
+            "ACDM_MCP_SERVICE_TOKEN (from environment): must be at least 32",
+        );
+        check_invalid(
+            &[("ACDM_MCP_SERVICE_TOKEN", "   ")],
+            "ACDM_MCP_SERVICE_TOKEN (from environment): is blank",
+        );
+        check_invalid(
+            &[("ACDM_MCP_SERVICE_TOKEN", &format!("{TOKEN}\n"))],
+            "ACDM_MCP_SERVICE_TOKEN (from environment): has leading",
+        );
+        check_invalid(
+            &[("ACDM_MCP_SERVICE_TOKEN", &format!("{TOKEN}é"))],
+            "ACDM_MCP_SERVICE_TOKEN (from environment): must be visible ASCII",
+        );
+        check_invalid(
+            &[
+                ("ACDM_MCP_SERVICE_TOKEN", TOKEN),
+                ("ACDM_ADMIN_TOKEN", TOKEN),
+            ],
+            "ACDM_ADMIN_TOKEN (from environment): must differ",
+        );
+        check_invalid(
+            &[("ACDM_AI_NC_WRITES_ENABLED", "maybe")],
+            "ACDM_AI_NC_WRITES_ENABLED",
+        );
+        check_invalid(
+            &[("DATABASE_URL", "mysql://h/db")],
+            "DATABASE_URL (from environment): unsupported scheme",
+        );
+        check_invalid(
+            &[("DATABASE_MAX_CONNECTIONS", "0")],
+            "DATABASE_MAX_CONNECTIONS (from environment): 0 is outside 1–200",
+        );
+        check_invalid(
+            &[("NEXTCLOUD_BASE_PATH", "Projects")],
+            "NEXTCLOUD_BASE_PATH (from environment): path must be absolute",
+        );
+        check_invalid(
+            &[("NEXTCLOUD_BASE_PATH", "/Projects/../etc")],
+            "NEXTCLOUD_BASE_PATH",
+        );
+        check_invalid(
+            &[("GITLAB_WIKI_BASE_URL", "ftp://x")],
+            "GITLAB_WIKI_BASE_URL (from environment): must start with http",
+        );
+        check_invalid(
+            &[("GITLAB_WIKI_BASE_URL", "https://u:p@gitlab.example.com")],
+            "GITLAB_WIKI_BASE_URL (from environment): must not carry credentials",
+        );
+        check_invalid(
+            &[("GITLAB_WIKI_BASE_URL", "https://gitlab.example.com")],
+            "GITLAB_WIKI_PROJECT_ID: required when GITLAB_WIKI_BASE_URL",
+        );
+        check_invalid(
+            &[("GITLAB_WIKI_PAT", "glpat-x")],
+            "GITLAB_WIKI_BASE_URL: required when",
+        );
+        check_invalid(
+            &[
+                ("GITLAB_WIKI_BASE_URL", "https://g.example"),
+                ("GITLAB_WIKI_PROJECT_ID", "../x"),
+            ],
+            "GITLAB_WIKI_PROJECT_ID",
+        );
+        check_invalid(
+            &[("NEXTCLOUD_URL", "https://cloud.example.com")],
+            "NEXTCLOUD_USER: required when NEXTCLOUD_URL",
+        );
+        check_invalid(
+            &[
+                ("NEXTCLOUD_URL", "https://c.example"),
+                ("NEXTCLOUD_USER", "a/b"),
+            ],
+            "NEXTCLOUD_USER (from environment): must not contain",
+        );
+        check_invalid(
+            &[("ACDM_MCP_ALLOWED_HOSTS", " , ")],
+            "ACDM_MCP_ALLOWED_HOSTS",
+        );
+        check_invalid(
+            &[("ACDM_MCP_ALLOWED_HOSTS", "evil.example/x")],
+            "ACDM_MCP_ALLOWED_HOSTS",
+        );
+        check_invalid(
+            &[("ACDM_SCOPE_POLL_MILLIS", "10")],
+            "ACDM_SCOPE_POLL_MILLIS",
+        );
+        check_invalid(&[("ACDM_LOG_FORMAT", "xml")], "ACDM_LOG_FORMAT");
+        check_invalid(&[("ACDM_LOG", "info,[[[")], "ACDM_LOG");
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let err = load(&[
+            ("ACDM_LISTEN_ADDR", "x"),
+            ("DATABASE_MAX_CONNECTIONS", "many"),
+        ])
+        .unwrap_err();
+        assert_eq!(err.problems.len(), 2, "{err}");
+    }
+
+    #[test]
+    fn valid_sources_are_typed() {
+        let c = load(&[
+            ("ACDM_MCP_SERVICE_TOKEN", TOKEN),
+            ("ACDM_ADMIN_TOKEN", ADMIN),
+            ("ACDM_AI_NC_WRITES_ENABLED", "off"),
+            ("DATABASE_URL", "postgres://u:hunter2@db/acdm"),
+            ("GITLAB_WIKI_BASE_URL", "https://gitlab.example.com"),
+            ("GITLAB_WIKI_PROJECT_ID", "docs/llm-wiki"),
+            ("NEXTCLOUD_URL", "https://cloud.example.com/"),
+            ("NEXTCLOUD_USER", "acdm-service"),
+            ("NEXTCLOUD_BASE_PATH", "/Projects/"),
+            (
+                "ACDM_MCP_ALLOWED_HOSTS",
+                "acdm-backend, Backend.internal:8002",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(c.service_token.as_ref().unwrap().expose_secret(), TOKEN);
+        assert!(!c.nc_writes_enabled);
+        assert_eq!(c.gitlab().unwrap().project_id, "docs/llm-wiki");
+        assert!(
+            c.gitlab().unwrap().pat.is_none(),
+            "a missing PAT is for health to report"
+        );
+        assert_eq!(c.nextcloud().unwrap().user, "acdm-service");
+        assert_eq!(c.files_base.to_string(), "/Projects");
+        assert_eq!(
+            c.mcp_allowed_hosts,
+            ["acdm-backend", "backend.internal:8002"]
+        );
+        assert_eq!(c.database().target.describe(), "postgresql (DATABASE_URL)");
+    }
+
+    #[test]
+    fn environment_values_are_taken_literally() {
+        let quoted = "\"0123456789abcdef0123456789abcdef\"";
+        let c = load(&[("ACDM_MCP_SERVICE_TOKEN", quoted)]).unwrap();
+        assert_eq!(c.service_token.unwrap().expose_secret(), quoted);
+        let digits = "00000000000000000000000000000000001";
+        let c = load(&[("ACDM_MCP_SERVICE_TOKEN", digits)]).unwrap();
+        assert_eq!(c.service_token.unwrap().expose_secret(), digits);
+    }
+
+    #[test]
+    fn the_file_is_read_and_the_environment_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("acdm.toml");
+        std::fs::write(
+            &file,
+            format!(
+                "ACDM_LISTEN_ADDR = \"0.0.0.0:9000\"\nACDM_AI_NC_WRITES_ENABLED = false\n\
+                 ACDM_SCOPE_CACHE_TTL_SECONDS = 60\nACDM_MCP_SERVICE_TOKEN = \"{TOKEN}\"\n"
+            ),
+        )
+        .unwrap();
+        let c =
+            Config::load_from(Some(&file), env(&[("ACDM_LISTEN_ADDR", "127.0.0.1:9001")])).unwrap();
+        assert_eq!(c.listen_addr.to_string(), "127.0.0.1:9001");
+        assert!(!c.nc_writes_enabled);
+        assert_eq!(c.scope_cache_ttl, Duration::from_secs(60));
+        assert!(c.service_token.is_some());
+
+        std::fs::write(
+            &file,
+            "ACDM_LISTEN_ADRR = \"0.0.0.0:9000\"\nacdm_log = \"info\"\n",
+        )
+        .unwrap();
+        let err = Config::load_from(Some(&file), env(&[])).unwrap_err();
+        assert!(
+            err.problems
+                .iter()
+                .any(|p| p.starts_with("ACDM_LISTEN_ADRR: unknown setting")),
+            "{err}"
+        );
+        assert!(
+            err.problems
+                .iter()
+                .any(|p| p.contains("did you mean ACDM_LOG?")),
+            "{err}"
+        );
+
+        std::fs::write(&file, "ACDM_DATA_DIR = 7\nACDM_LISTEN_ADDR = \"nope\"\n").unwrap();
+        let err = Config::load_from(Some(&file), env(&[])).unwrap_err();
+        assert!(
+            err.problems
+                .iter()
+                .any(|p| p.starts_with("ACDM_LISTEN_ADDR (from ") && p.contains("acdm.toml")),
+            "names the file: {err}"
+        );
+
+        let missing = dir.path().join("missing.toml");
+        let err = Config::load_from(Some(&missing), env(&[])).unwrap_err();
+        assert!(err.problems[0].contains("does not exist"), "{err}");
+    }
+
+    #[test]
+    fn secrets_never_appear_in_debug_or_redacted_output() {
+        let c = load(&[
+            ("ACDM_MCP_SERVICE_TOKEN", TOKEN),
+            ("ACDM_ADMIN_TOKEN", ADMIN),
+            ("DATABASE_URL", "postgres://u:hunter2@db/acdm"),
+            ("GITLAB_WIKI_BASE_URL", "https://gitlab.example.com"),
+            ("GITLAB_WIKI_PROJECT_ID", "42"),
+            ("GITLAB_WIKI_PAT", "glpat-secret-value"),
+            ("NEXTCLOUD_URL", "https://cloud.example.com"),
+            ("NEXTCLOUD_USER", "svc"),
+            ("NEXTCLOUD_APP_PASSWORD", "nc-app-password"),
+        ])
+        .unwrap();
+        let outputs = [format!("{c:?}"), c.redacted().to_string()];
+        for out in outputs {
+            for secret in [
+                TOKEN,
+                ADMIN,
+                "hunter2",
+                "glpat-secret-value",
+                "nc-app-password",
+            ] {
+                assert!(!out.contains(secret), "{secret} leaked: {out}");
+            }
+        }
+        assert_eq!(c.redacted()["ACDM_MCP_SERVICE_TOKEN"], "set (redacted)");
+    }
+
+    #[test]
+    fn the_config_reference_is_current() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config.md");
+        let expected = reference_markdown();
+        if std::env::var_os("ACDM_UPDATE_DOCS").is_some() {
+            std::fs::write(&path, &expected).unwrap();
+        }
+        let actual = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            actual == expected,
+            "docs/config.md is out of date; run `ACDM_UPDATE_DOCS=1 cargo test -p acdm-backend --lib config`"
+        );
+    }
+
+    #[test]
+    fn the_example_config_file_in_deploy_is_valid() {
+        let file =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/acdm-backend.example.toml");
+        let c = Config::load_from(Some(&file), env(&[])).unwrap();
+        assert_eq!(c.listen_addr.to_string(), "0.0.0.0:8002");
+        assert!(c.gitlab().is_some() && c.nextcloud().is_some());
+    }
+
+    #[test]
+    fn every_setting_is_read_and_documented_once() {
+        let mut names: Vec<_> = SETTINGS.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), SETTINGS.len(), "duplicate setting");
+        // Loading checks that every declared setting was read and every name
+        // read is declared (`Reader::finish`, whose own tests show it fails
+        // otherwise); an empty configuration must pass that check.
+        let err = load(&[]).err();
+        assert!(err.is_none(), "{err:?}");
+        // Setting any documented name must not be reported as unknown, nor
+        // break the declared/read check.
+        for s in SETTINGS {
+            if let Err(err) = load(&[(s.name, "x")]) {
+                assert!(
+                    !err.problems
+                        .iter()
+                        .any(|p| p.contains("unknown setting") || p.contains("this is a bug")),
+                    "{}: {err}",
+                    s.name
+                );
+            }
+        }
+        let documented: Vec<_> = documented_defaults().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(
+            documented,
+            SETTINGS.iter().map(|s| s.name).collect::<Vec<_>>(),
+            "docs/config.md lists exactly the declared settings, in order"
+        );
+    }
+
+    /// The (setting, default) cells of the table in `docs/config.md`. While
+    /// `ACDM_UPDATE_DOCS` regenerates it, the text being written instead,
+    /// so tests running beside the_config_reference_is_current do not read
+    /// a half-written file.
+    fn documented_defaults() -> Vec<(String, String)> {
+        let text = if std::env::var_os("ACDM_UPDATE_DOCS").is_some() {
+            reference_markdown()
+        } else {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config.md");
+            std::fs::read_to_string(&path).unwrap()
+        };
+        text.lines()
+            .filter_map(|line| line.strip_prefix("| `"))
+            .map(|row| {
+                let mut cells = row.splitn(3, " | ");
+                let name = cells.next().unwrap().trim_end_matches('`');
+                let default = cells.next().unwrap().trim_matches('`');
+                (name.to_owned(), default.to_owned())
+            })
+            .collect()
+    }
+
+    /// A shown value as the docs write it: lists comma-separated, unset
+    /// optional values as `(unset)` or `(empty)`.
+    fn as_documented(value: &serde_json::Value) -> Vec<String> {
+        match value {
+            serde_json::Value::String(s) if s == kinds::NOT_SET => {
+                vec!["(unset)".to_owned(), "(empty)".to_owned()]
+            }
+            serde_json::Value::String(s) => vec![s.clone()],
+            serde_json::Value::Array(items) => {
+                let items: Vec<_> = items.iter().filter_map(|i| i.as_str()).collect();
+                vec![items.join(",")]
+            }
+            other => vec![other.to_string()],
+        }
+    }
+
+    #[test]
+    fn every_default_in_the_docs_is_what_an_empty_configuration_loads() {
+        let c = Config::load_from(None, Vec::new()).unwrap();
+        let shown: BTreeMap<_, _> = c.shown().into_iter().collect();
+        let documented = documented_defaults();
+        assert_eq!(documented.len(), SETTINGS.len());
+        for (name, default) in documented {
+            let value = shown.get(name.as_str()).unwrap_or_else(|| panic!("{name}"));
+            assert!(
+                as_documented(value).contains(&default),
+                "{name}: docs/config.md says `{default}`, an empty configuration loads {value}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_docs_state_every_range() {
+        for (name, range) in Config::declared_ranges() {
+            let Some(range) = range else { continue };
+            let setting = SETTINGS.iter().find(|s| s.name == name).unwrap();
+            let stated = format!("{}–{}", range.start(), range.end());
+            assert!(
+                setting.doc().contains(&stated),
+                "{name}: the doc text should state the range {stated}"
+            );
+        }
+    }
+
+    #[test]
+    fn secrets_are_secret_in_the_docs_and_redacted_in_the_output() {
+        let secrets: Vec<_> = SETTINGS
+            .iter()
+            .filter(|s| s.secret)
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(
+            secrets,
+            [
+                "ACDM_MCP_SERVICE_TOKEN",
+                "ACDM_ADMIN_TOKEN",
+                "DATABASE_URL",
+                "GITLAB_WIKI_PAT",
+                "NEXTCLOUD_APP_PASSWORD"
+            ]
+        );
+        let c = load(&[
+            ("ACDM_MCP_SERVICE_TOKEN", TOKEN),
+            ("ACDM_ADMIN_TOKEN", ADMIN),
+            ("DATABASE_URL", "postgres://u:hunter2@db/acdm"),
+            ("GITLAB_WIKI_BASE_URL", "https://gitlab.example.com"),
+            ("GITLAB_WIKI_PROJECT_ID", "42"),
+            ("GITLAB_WIKI_PAT", "glpat-secret-value"),
+            ("NEXTCLOUD_URL", "https://cloud.example.com"),
+            ("NEXTCLOUD_USER", "svc"),
+            ("NEXTCLOUD_APP_PASSWORD", "nc-app-password"),
+        ])
+        .unwrap();
+        for (name, value) in c.shown() {
+            if secrets.contains(&name) {
+                assert_eq!(value, kinds::REDACTED, "{name}");
+            } else {
+                assert_ne!(value, kinds::REDACTED, "{name}");
+            }
+        }
+    }
+}
