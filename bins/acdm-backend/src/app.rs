@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acdm_bff::admin::{self, AdminState};
+use acdm_bff::business::BusinessState;
 use acdm_bff::envelope::failure;
 use acdm_bff::nc::{NcLimits, NcState};
+use acdm_bff::pipeline::PipelineState;
 use acdm_bff::switch::KillSwitch;
 use acdm_core::{ErrorCode, ScopeResolver, TokenDigest};
 use acdm_journal::Journal;
@@ -65,6 +67,8 @@ pub struct AppState {
     /// The kill switch for agents' file writes.
     pub kill_switch: KillSwitch,
     nc: NcState,
+    business: BusinessState,
+    require_membership: bool,
     gate: ServiceGate,
     admin: Option<AdminState>,
     max_request_bytes: usize,
@@ -96,6 +100,7 @@ impl AppState {
                 ..NcLimits::default()
             },
         );
+        let business = BusinessState::new(journal.clone(), kill_switch.clone());
         let admin = config
             .admin_token
             .as_ref()
@@ -134,6 +139,8 @@ impl AppState {
             journal,
             kill_switch,
             nc,
+            business,
+            require_membership: config.bff_require_membership,
             store,
             sources,
             resolver,
@@ -172,7 +179,12 @@ fn adapter_routes(state: &AppState) -> Router {
     )
     .merge(acdm_bff::agent_tools(
         state.nc.clone(),
-        state.resolver.clone(),
+        state.business.clone(),
+        PipelineState {
+            resolver: state.resolver.clone(),
+            store: state.store.clone(),
+            require_membership: state.require_membership,
+        },
     ))
 }
 

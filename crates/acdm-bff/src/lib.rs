@@ -9,34 +9,41 @@
 //!   request extension;
 //! - [`nc`]: the seven file primitives at `/agent-tools/nc/{op}`, writing
 //!   through the journal (`acdm-journal`) with the caller's actor;
+//! - [`business`]: the fourteen business operations at
+//!   `/agent-tools/business/{op}` (meetings and their files, calendar,
+//!   reports, members, project meta), role-checked, writing through the
+//!   journal;
 //! - [`switch`]: the kill switch for agents' file writes;
 //! - [`admin`]: the operator API at `/admin`.
 //!
-//! **Filled further by the BFF issues:** business objects and the project
-//! overview join [`agent_tools`].
+//! **Filled further by the BFF issues:** the project overview joins
+//! [`agent_tools`].
 //!
 //! **Architecture invariant:** an adapter — no SQL, no upstream protocol,
 //! no business rules that belong in core; does not depend on acdm-mcp.
 
 pub mod admin;
+pub mod business;
 pub mod envelope;
 pub mod extract;
 pub mod nc;
 pub mod pipeline;
 pub mod switch;
 
-use std::sync::Arc;
-
-use acdm_core::ScopeResolver;
 use axum::Router;
 
 /// Every `/agent-tools` route behind the agent pipeline (identity, scope)
 /// and the request-id scope of its failures. The service gate runs before
 /// it, in the binary.
-pub fn agent_tools(nc: nc::NcState, resolver: Arc<ScopeResolver>) -> Router {
+pub fn agent_tools(
+    nc: nc::NcState,
+    business: business::BusinessState,
+    pipeline: pipeline::PipelineState,
+) -> Router {
     nc::routes(nc)
+        .merge(business::routes(business))
         .route_layer(axum::middleware::from_fn_with_state(
-            resolver,
+            pipeline,
             pipeline::agent_pipeline,
         ))
         .route_layer(axum::middleware::from_fn(envelope::request_scope))

@@ -131,6 +131,14 @@ async fn dispatch(
         }
     };
     tracing::Span::current().record("op", format!("{}.{op}", NcOp::FAMILY));
+    let what = if op.writes() {
+        "change files"
+    } else {
+        "read files"
+    };
+    if let Err(refused) = caller.allow(op.access(), what) {
+        return refused.into_response();
+    }
     let ctx = Ctx {
         state,
         actor: caller.actor(),
@@ -230,6 +238,59 @@ impl Ctx {
             .with_suggested_action("Use a path inside the project's own folders (see list)."));
         }
         Ok((rel, abs))
+    }
+
+    /// Refuses with `conflict` when `abs` is, or holds, a file registered
+    /// as a meeting's attachment (spec §6.2, no ghost attachments): those
+    /// go only through the business operations, which remove the row and
+    /// the file together. Looked up through every mount, since mounts may
+    /// overlap.
+    async fn no_attachment_at(
+        &self,
+        abs: &AbsPath,
+        shown: &str,
+        verb: &str,
+    ) -> Result<(), Failure> {
+        for mount in self.mounts().await? {
+            let rel = if mount.root.contains(abs) {
+                match mount.root.strip_prefix_of(&abs.to_string()) {
+                    Ok(rel) => rel.to_string(),
+                    Err(_) => continue,
+                }
+            } else if abs.contains(&mount.root) {
+                String::new()
+            } else {
+                continue;
+            };
+            if let Some(file) = self
+                .state
+                .store
+                .attachment_at_or_under(self.caller.project.id, mount.name.as_str(), &rel)
+                .await?
+            {
+                let (what, action) = if file.rel_path.trim_end_matches('/') == rel {
+                    ("is", "delete_meeting_file")
+                } else {
+                    (
+                        "holds",
+                        "delete_meeting_file (or delete_meeting for the whole meeting)",
+                    )
+                };
+                return Err(Failure::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "cannot {verb} `{shown}`: it {what} `{}`, an attachment of meeting {}; nc file operations never remove or displace meeting attachments",
+                        file.rel_path, file.meeting_id
+                    ),
+                )
+                .with_suggested_action(format!(
+                    "Use the business operation {action} with meeting_id {} and file_id {}.",
+                    file.meeting_id, file.file_id
+                ))
+                .with_data(json!({ "meeting_id": file.meeting_id, "file_id": file.file_id, "rel_path": file.rel_path })));
+            }
+        }
+        Ok(())
     }
 
     fn hidden(&self, abs: &AbsPath) -> bool {
@@ -533,6 +594,7 @@ impl Ctx {
         if body.dry_run {
             return self.preview_delete(&mount, &rel, &abs).await;
         }
+        self.no_attachment_at(&abs, &shown, "delete").await?;
         let target = Self::target(&mount, &rel);
         let params = json!({ "mount": mount.name, "rel_path": rel.to_string() });
         let event = self
@@ -639,6 +701,12 @@ impl Ctx {
                 "to_rel_path is the same as from_rel_path, lies inside it, or contains it",
             )
             .with_suggested_action("Choose a to_rel_path outside from_rel_path."));
+        }
+        self.no_attachment_at(&from, &format!("/{from_rel}"), "move")
+            .await?;
+        if body.overwrite {
+            self.no_attachment_at(&to, &format!("/{to_rel}"), "replace")
+                .await?;
         }
         let target = format!("{} -> /{to_rel}", Self::target(&mount, &from_rel));
         let params = json!({

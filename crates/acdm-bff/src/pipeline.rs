@@ -10,7 +10,8 @@
 
 use std::sync::Arc;
 
-use acdm_core::domain::ProjectRef;
+use acdm_core::business::Access;
+use acdm_core::domain::{MemberRole, ProjectRef};
 use acdm_core::events::Actor;
 use acdm_core::{ErrorCode, Identity, IdentityError, ScopeResolver, headers};
 use axum::extract::{Request, State};
@@ -21,6 +22,18 @@ use serde::Serialize;
 
 use crate::envelope::Failure;
 
+/// What the pipeline needs: the scope resolver, the members' roles, and
+/// whether non-members may act at all (`ACDM_BFF_REQUIRE_MEMBERSHIP`).
+#[derive(Clone)]
+pub struct PipelineState {
+    /// Agent → project.
+    pub resolver: Arc<ScopeResolver>,
+    /// The members' roles.
+    pub store: acdm_store::Store,
+    /// `true`: a user who is not a member of the project is refused.
+    pub require_membership: bool,
+}
+
 /// What the pipeline learnt about the caller, for handlers (a request
 /// extension, set only after the project was resolved).
 #[derive(Debug, Clone)]
@@ -29,12 +42,42 @@ pub struct Caller {
     pub identity: Identity,
     /// The project the agent manages.
     pub project: ProjectRef,
+    /// The acting user's role in it: their membership's, or `member` for a
+    /// non-member when membership is not required; `None` for a non-member
+    /// when it is.
+    pub role: Option<MemberRole>,
 }
 
 impl Caller {
     /// The via_agent actor every write of this call is attributed to.
     pub fn actor(&self) -> Actor {
         Actor::via_agent(&self.identity)
+    }
+
+    /// Refuses with `permission_denied` unless the acting user's role
+    /// grants `access` (spec §6.5); `what` names the action for the
+    /// message (`delete a meeting`).
+    pub fn allow(&self, access: Access, what: &str) -> Result<(), Failure> {
+        let user = self.identity.user_id();
+        let project = &self.project.slug;
+        match self.role {
+            None => Err(Failure::new(
+                ErrorCode::PermissionDenied,
+                format!("user `{user}` is not a member of project `{project}`, so this agent cannot {what} on their behalf"),
+            )
+            .with_suggested_action("Tell the user they must be added to the project (an operator does that); do not retry.")),
+            Some(role) if role.grants(access) => Ok(()),
+            Some(role) => Err(Failure::new(
+                ErrorCode::PermissionDenied,
+                format!(
+                    "user `{user}` is a {role} of project `{project}`; to {what} needs the role {} or higher",
+                    access.least_role()
+                ),
+            )
+            .with_suggested_action(
+                "Tell the user this needs a project member with a higher role; do not retry.",
+            )),
+        }
     }
 }
 
@@ -87,7 +130,7 @@ pub fn identity_from(headers: &HeaderMap) -> Result<Identity, Failure> {
 /// The middleware: identity, actor, scope. Fills the request span's
 /// `agent`, `user`, `thread` and `project`.
 pub async fn agent_pipeline(
-    State(resolver): State<Arc<ScopeResolver>>,
+    State(state): State<PipelineState>,
     mut req: Request,
     next: Next,
 ) -> Response {
@@ -99,12 +142,26 @@ pub async fn agent_pipeline(
     span.record("agent", identity.agent_name().as_str());
     span.record("user", identity.user_id().as_str());
     span.record("thread", identity.thread_id().as_str());
-    let project = match resolver.resolve(identity.agent_name()).await {
+    let project = match state.resolver.resolve(identity.agent_name()).await {
         Ok(project) => project,
         Err(error) => return Failure::from(error).into_response(),
     };
     span.record("project", project.slug.as_str());
-    req.extensions_mut().insert(Caller { identity, project });
+    let role = match state
+        .store
+        .member_role(project.id, identity.user_id())
+        .await
+    {
+        Ok(Some(role)) => Some(role),
+        Ok(None) if !state.require_membership => Some(MemberRole::Member),
+        Ok(None) => None,
+        Err(error) => return Failure::from(error).into_response(),
+    };
+    req.extensions_mut().insert(Caller {
+        identity,
+        project,
+        role,
+    });
     next.run(req).await
 }
 

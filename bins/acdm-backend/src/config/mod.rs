@@ -135,6 +135,11 @@ settings! {
         /// can switch writes off (and on again) at run time for every server (`PUT
         /// /admin/kill-switch`, `acdm-backend kill-switch`). Off wins.
         nc_writes_enabled: bool = "ACDM_AI_NC_WRITES_ENABLED", default "true", Bool;
+        /// Whether the acting user (`X-ACDM-User-Id`) must be a member of the agent's project for
+        /// any `/agent-tools` call. `true`: non-members get `permission_denied`. `false`: non-members
+        /// are treated as members (the original deployment's behaviour). Either way, viewers only
+        /// read, and deleting meetings and approving or rejecting reports need an admin or owner.
+        bff_require_membership: bool = "ACDM_BFF_REQUIRE_MEMBERSHIP", default "true", Bool;
         /// `postgres://…` for PostgreSQL, or `sqlite:<path>`. Unset: the SQLite file
         /// `<ACDM_DATA_DIR>/acdm.sqlite3`. May carry a password, so it is treated as a secret.
         database_url: Option<DatabaseTarget> = "DATABASE_URL",
