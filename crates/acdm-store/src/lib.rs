@@ -13,6 +13,7 @@
 //! crates; knows nothing of HTTP or MCP. Only the binary reads the
 //! environment and builds a [`DatabaseConfig`].
 
+mod clock;
 mod config;
 mod db;
 mod error;
@@ -26,6 +27,7 @@ use acdm_core::domain::ProjectRef;
 use acdm_core::scope::{DirectoryError, ProjectDirectory};
 use async_trait::async_trait;
 
+pub use clock::{Clock, ManualClock};
 pub use config::{DatabaseConfig, DatabaseTarget, TargetError};
 pub use db::Backend;
 pub use error::StoreError;
@@ -40,6 +42,9 @@ use db::{Pool, with_pool};
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: Pool,
+    /// Where the timestamps the store writes come from: injectable so
+    /// tests order events without sleeping.
+    clock: Clock,
 }
 
 impl Store {
@@ -48,7 +53,19 @@ impl Store {
     pub async fn connect(config: &DatabaseConfig) -> Result<Self, StoreError> {
         Ok(Self {
             pool: db::connect(config).await?,
+            clock: Clock::system(),
         })
+    }
+
+    /// The same store (same pool), stamping what it writes with `clock`
+    /// instead of the system clock.
+    pub fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
+    }
+
+    /// Now, by the store's clock, to the microsecond.
+    pub(crate) fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
     }
 
     /// Which backend this store runs on.
