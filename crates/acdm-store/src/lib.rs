@@ -34,7 +34,7 @@ pub use error::StoreError;
 pub use events::{EventFilter, NC_WRITES_SWITCH, SwitchState};
 pub use migrations::{MigrationList, MigrationStatus, embedded_versions};
 pub use provisioning::{AgentMountChange, Upsert};
-pub use watch::spawn_scope_watcher;
+pub use watch::{EpochCheck, ScopeWatcher};
 
 use db::{Pool, with_pool};
 
