@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
+use tracing::{Instrument, Level};
 
 /// How often a failure that keeps repeating is logged as a warning again.
 pub const REPEAT_WARNING: Duration = Duration::from_secs(300);
@@ -111,15 +111,19 @@ struct RoundLog {
 }
 
 impl RoundLog {
-    fn record<D: fmt::Debug, E: fmt::Display>(&mut self, outcome: Result<D, E>) {
+    /// Logs `outcome`; returns the level of the line logged.
+    fn record<D: fmt::Debug, E: fmt::Display>(&mut self, outcome: Result<D, E>) -> Level {
         match outcome {
             Ok(done) => {
-                if self.failures > 0 {
+                let recovered = self.failures > 0;
+                if recovered {
                     tracing::info!(failed_rounds = self.failures, "periodic task recovered");
+                } else {
+                    tracing::debug!(?done, "periodic round done");
                 }
                 self.failures = 0;
                 self.warned_at = None;
-                tracing::debug!(?done, "periodic round done");
+                if recovered { Level::INFO } else { Level::DEBUG }
             }
             Err(error) => {
                 self.failures += 1;
@@ -130,8 +134,10 @@ impl RoundLog {
                 {
                     self.warned_at = Some(now);
                     tracing::warn!(%error, failed_rounds = self.failures, "periodic round failed");
+                    Level::WARN
                 } else {
                     tracing::debug!(%error, failed_rounds = self.failures, "periodic round failed again");
+                    Level::DEBUG
                 }
             }
         }
@@ -232,6 +238,26 @@ mod tests {
         );
         until(start, 10).await;
         assert_eq!(rounds.load(Ordering::SeqCst), 3, "no round after shutdown");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_repeated_failure_warns_once_per_period_and_its_end_is_said() {
+        let mut log = RoundLog::default();
+        let failed = || Err::<(), _>("database down");
+        assert_eq!(log.record(Ok::<_, &str>(())), Level::DEBUG);
+        assert_eq!(log.record(failed()), Level::WARN, "the first failure warns");
+        for _ in 0..10 {
+            tokio::time::advance(Duration::from_secs(2)).await;
+            assert_eq!(log.record(failed()), Level::DEBUG, "not every round");
+        }
+        tokio::time::advance(REPEAT_WARNING).await;
+        assert_eq!(log.record(failed()), Level::WARN, "again after the period");
+        assert_eq!(log.record(Ok::<_, &str>(())), Level::INFO, "the recovery");
+        assert_eq!(
+            log.record(failed()),
+            Level::WARN,
+            "a new failure warns at once"
+        );
     }
 
     #[tokio::test(start_paused = true)]
