@@ -1,7 +1,7 @@
 //! The operator API: its own token, envelopes everywhere, provisioning that
 //! the scope resolver sees at once.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use acdm_core::AgentName;
 
@@ -417,19 +417,19 @@ async fn a_move_made_on_one_server_reaches_another_within_seconds() {
             .unwrap()
             .contains("moved from `alpha` to `beta`")
     );
-    let start = Instant::now();
-    loop {
-        let now = second.state.resolver.resolve(&agent).await.unwrap();
-        if now.slug.as_str() == "beta" {
-            break;
+    // The second server's cached answer (TTL: 5 minutes) is dropped by its
+    // scope watcher, which runs every 100 ms here; the round itself is
+    // tested on a paused clock (store `scope::…`, binary `periodic::…`).
+    // Real servers cannot run on a paused clock, so the guard is generous:
+    // 10 s, far under the TTL the cache alone would take.
+    tokio::time::timeout(Duration::from_secs(10), async {
+        let resolver = &second.state.resolver;
+        while resolver.resolve(&agent).await.unwrap().slug.as_str() != "beta" {
+            tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "the second server still says alpha"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    eprintln!("move seen by the other server after {:?}", start.elapsed());
+    })
+    .await
+    .expect("the second server sees the move within seconds, not the TTL");
     second.stop().await;
     first.stop().await;
 }

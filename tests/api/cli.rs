@@ -1,10 +1,9 @@
 //! The binary itself: configuration errors, the operator commands, and a
 //! real `serve` process stopped with SIGTERM.
 
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::helpers::{Req, TOKEN, send};
 
@@ -175,23 +174,27 @@ fn operators_provision_from_the_command_line() {
     );
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// The address in the JSON log line `acdm-backend listening on …` (the
+/// server logs it once its listener is bound, so it can be connected to at
+/// once).
+fn listening_address(line: &str) -> Option<std::net::SocketAddr> {
+    let line: serde_json::Value = serde_json::from_str(line).ok()?;
+    line["message"]
+        .as_str()?
+        .starts_with("acdm-backend listening on ")
+        .then(|| line["address"].as_str()?.parse().ok())?
 }
 
 #[tokio::test]
 async fn serve_stops_cleanly_on_sigterm() {
+    use std::io::{BufRead, BufReader};
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
+    // Port 0: the kernel picks a free port when the server binds, and the
+    // server says which; no port is picked first and bound later.
     let mut child = Command::new(BIN)
         .env_clear()
         .env("ACDM_DATA_DIR", dir.path())
-        .env("ACDM_LISTEN_ADDR", &addr)
+        .env("ACDM_LISTEN_ADDR", "127.0.0.1:0")
         .env("ACDM_MCP_SERVICE_TOKEN", TOKEN)
         .env("ACDM_LOG_FORMAT", "json")
         .arg("serve")
@@ -199,18 +202,27 @@ async fn serve_stops_cleanly_on_sigterm() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let socket = addr.parse().unwrap();
-    let started = Instant::now();
-    loop {
-        if tokio::net::TcpStream::connect(socket).await.is_ok() {
-            break;
+    // Read the log for the bound address, and keep all of it.
+    let stderr = child.stderr.take().unwrap();
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let log = std::thread::spawn(move || {
+        let mut text = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(addr) = listening_address(&line) {
+                let _ = addr_tx.send(addr);
+            }
+            text.push_str(&line);
+            text.push('\n');
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the server did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        text
+    });
+    // A generous guard against a binary that never starts: it waits for the
+    // log line, not for a time.
+    let socket = tokio::task::spawn_blocking(move || addr_rx.recv_timeout(Duration::from_secs(60)))
+        .await
+        .unwrap()
+        .expect("the server logs the address it is listening on");
+    assert_ne!(socket.port(), 0);
     assert_eq!(send(socket, Req::get("/readyz")).await.status, 200);
 
     let killed = Command::new("kill")
@@ -218,18 +230,18 @@ async fn serve_stops_cleanly_on_sigterm() {
         .status()
         .unwrap();
     assert!(killed.success());
-    let stopping = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            stopping.elapsed() < Duration::from_secs(15),
-            "still running after SIGTERM"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    let stderr = String::from_utf8_lossy(&child.wait_with_output().unwrap().stderr).into_owned();
+    // A real process cannot run on a paused clock: the guard is generous
+    // (the drain's grace period is 10 s by default, and nothing is in
+    // flight); what is checked is how it stops.
+    let status = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || child.wait()),
+    )
+    .await
+    .expect("stopped after SIGTERM")
+    .unwrap()
+    .unwrap();
+    let stderr = log.join().unwrap();
     assert!(status.success(), "{status}: {stderr}");
     assert!(
         stderr.contains("SIGTERM received") && stderr.contains("\"stopped\""),
@@ -238,16 +250,15 @@ async fn serve_stops_cleanly_on_sigterm() {
     assert!(!stderr.contains(TOKEN));
 }
 
-/// Starts `acdm-backend demo` in `dir` on a free port; returns the child,
+/// Starts `acdm-backend demo` in `dir` on port 0; returns the child,
 /// the address and the service and admin tokens it printed.
 async fn start_demo(dir: &Path) -> (std::process::Child, std::net::SocketAddr, String, String) {
     use std::io::{BufRead, BufReader};
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
     let mut child = Command::new(BIN)
         .env_clear()
         .env("ACDM_DATA_DIR", dir)
-        .env("ACDM_LISTEN_ADDR", &addr)
+        // Port 0: the banner says which port the server bound.
+        .env("ACDM_LISTEN_ADDR", "127.0.0.1:0")
         .env("ACDM_LOG_FORMAT", "json")
         .arg("demo")
         .stdout(Stdio::piped())
@@ -255,25 +266,32 @@ async fn start_demo(dir: &Path) -> (std::process::Child, std::net::SocketAddr, S
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    // Read the banner for the tokens, then keep draining standard output.
+    // Read the banner for the address and the tokens, then keep draining
+    // standard output.
     let (tokens_tx, tokens_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
+        let mut addr = None;
         let mut service = None;
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(a) = line.strip_prefix("acdm-backend demo is running on http://") {
+                addr = a.trim().parse::<std::net::SocketAddr>().ok();
+            }
             if let Some(t) = line.strip_prefix("export ACDM_MCP_SERVICE_TOKEN=") {
                 service = Some(t.to_owned());
             }
             if let Some(t) = line.strip_prefix("export ACDM_ADMIN_TOKEN=") {
-                let _ = tokens_tx.send((service.clone().unwrap_or_default(), t.to_owned()));
+                let _ = tokens_tx.send((addr, service.clone().unwrap_or_default(), t.to_owned()));
             }
         }
     });
-    let (service, admin) =
+    let (addr, service, admin) =
         tokio::task::spawn_blocking(move || tokens_rx.recv_timeout(Duration::from_secs(30)))
             .await
             .unwrap()
             .expect("the demo printed its tokens");
-    (child, addr.parse().unwrap(), service, admin)
+    let addr = addr.expect("the banner names the bound address");
+    assert_ne!(addr.port(), 0);
+    (child, addr, service, admin)
 }
 
 fn stop(mut child: std::process::Child) {

@@ -1,9 +1,9 @@
 //! Shutdown: readiness flips when draining, and a connection that never
 //! finishes its request cannot hold the server past the grace period.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::helpers::{BEARER, Options, Req, spawn_app};
@@ -22,36 +22,62 @@ async fn readiness_reports_draining_during_shutdown() {
     app.stop().await;
 }
 
+/// A request head for `POST /admin/projects` announcing a two-byte body,
+/// with its first byte.
+fn half_a_request() -> String {
+    format!(
+        "POST /admin/projects HTTP/1.1\r\nHost: x\r\nAuthorization: {BEARER}\r\n\
+         Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{{"
+    )
+}
+
 #[tokio::test]
 async fn a_stuck_client_cannot_hold_the_shutdown_past_the_grace_period() {
+    // Grace period: 2 s (the test servers' setting).
     let app = spawn_app(Options::default()).await;
-    // An admitted request whose body never arrives (its handler is reading
-    // it, so the request is in flight), and an idle connection.
+    // Two admitted requests whose bodies are not complete (their handlers
+    // are reading them, so they are in flight): one finishes during the
+    // drain, one never does; and an idle connection.
+    let mut finishing = TcpStream::connect(app.addr).await.unwrap();
+    finishing
+        .write_all(half_a_request().as_bytes())
+        .await
+        .unwrap();
     let mut stuck = TcpStream::connect(app.addr).await.unwrap();
-    let head = format!(
-        "POST /admin/projects HTTP/1.1\r\nHost: x\r\nAuthorization: {BEARER}\r\n\
-         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
-    );
-    stuck.write_all(head.as_bytes()).await.unwrap();
+    stuck.write_all(half_a_request().as_bytes()).await.unwrap();
     let _idle = TcpStream::connect(app.addr).await.unwrap();
+    // Both requests reach their handlers before the shutdown starts.
     tokio::time::sleep(Duration::from_millis(100)).await;
 
-    let started = Instant::now();
     app.shutdown.cancel();
+    // Draining once the listener is gone.
+    while TcpStream::connect(app.addr).await.is_ok() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The drain waits for an in-flight request: it is answered.
+    finishing.write_all(b"}").await.unwrap();
+    let mut answer = String::new();
+    finishing.read_to_string(&mut answer).await.unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.1 "),
+        "answered during the drain: {answer:?}"
+    );
+
+    // The stuck one ends the drain only at the deadline. The server cannot
+    // run on a paused clock (real sockets, a database), so the guard is
+    // generous — five grace periods — and what is checked is how it ended:
+    // the stuck request was cut off without an answer.
     tokio::time::timeout(Duration::from_secs(10), app.task)
         .await
-        .expect("the server stops")
+        .expect("the server stops at the drain deadline")
         .unwrap()
         .unwrap();
-    let took = started.elapsed();
-    eprintln!("stopped {took:?} after the signal (grace 2 s)");
+    let mut rest = Vec::new();
+    let cut = stuck.read_to_end(&mut rest).await;
     assert!(
-        took >= Duration::from_millis(1500),
-        "waited for the in-flight request: {took:?}"
-    );
-    assert!(
-        took < Duration::from_secs(4),
-        "but not past the grace period: {took:?}"
+        cut.is_err() || rest.is_empty(),
+        "closed without an answer: {:?}",
+        String::from_utf8_lossy(&rest)
     );
     assert!(
         TcpStream::connect(app.addr).await.is_err(),

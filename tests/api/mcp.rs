@@ -155,8 +155,14 @@ async fn without_the_service_token_the_client_cannot_even_initialize() {
 
 #[tokio::test]
 async fn shutdown_is_not_held_by_an_open_mcp_session_stream() {
+    // A grace period far longer than `stop`'s 10 s guard: if the open
+    // stream held the drain, only the deadline would end it and `stop`
+    // would fail; ending within the guard means the stream was closed.
     let app = spawn_app(Options {
-        extra_env: vec![("ACDM_MCP_SESSIONS", "true".to_owned())],
+        extra_env: vec![
+            ("ACDM_MCP_SESSIONS", "true".to_owned()),
+            ("ACDM_SHUTDOWN_GRACE_SECONDS", "300".to_owned()),
+        ],
         ..Options::default()
     })
     .await;
@@ -166,13 +172,7 @@ async fn shutdown_is_not_held_by_an_open_mcp_session_stream() {
         .unwrap();
     client.list_all_tools().await.unwrap();
     // The client holds its session's event stream open; shutdown must end it.
-    let started = std::time::Instant::now();
     app.stop().await;
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(2),
-        "took {:?}",
-        started.elapsed()
-    );
     drop(client);
 }
 

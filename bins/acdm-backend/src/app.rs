@@ -13,14 +13,14 @@ use acdm_bff::nc::{NcLimits, NcState};
 use acdm_bff::pipeline::PipelineState;
 use acdm_bff::switch::KillSwitch;
 use acdm_core::{ErrorCode, ScopeResolver, TokenDigest};
-use acdm_journal::Journal;
+use acdm_journal::{Journal, Settled};
 use acdm_mcp::{McpMetrics, McpSettings, ReadLimits};
 use acdm_sources::gitlab::{GitLabConfig, GitLabWiki};
 use acdm_sources::http::HttpClient;
 use acdm_sources::local::{LocalFileSearch, LocalFileStore, LocalWiki};
 use acdm_sources::nextcloud::{NextcloudConfig, NextcloudFiles, NextcloudSearch};
 use acdm_sources::{FileReader, FileSearch, FileWriter, GitRef, Sources, Unconfigured, WikiSource};
-use acdm_store::Store;
+use acdm_store::{EpochCheck, ScopeWatcher, Store, StoreError, SwitchState};
 use anyhow::Context;
 use axum::Router;
 use axum::extract::Request;
@@ -42,6 +42,7 @@ use crate::config::Config;
 use crate::gate::{ServiceGate, service_gate};
 use crate::health::{self, Readiness};
 use crate::http;
+use crate::periodic::{Periodic, Round};
 use crate::server::{self, ConnectionLimits};
 
 /// Everything a router needs.
@@ -266,6 +267,9 @@ pub struct Application {
     listener: TcpListener,
     router: Router,
     state: AppState,
+    /// The scope watcher, the kill-switch follower and the reconciler,
+    /// awaited before the database closes.
+    periodic: Periodic,
     shutdown: CancellationToken,
     grace: Duration,
     limits: ConnectionLimits,
@@ -273,7 +277,8 @@ pub struct Application {
 
 impl Application {
     /// Opens (and, with `ACDM_AUTO_MIGRATE`, migrates) the database, starts
-    /// the scope watcher and binds the listener.
+    /// the periodic tasks (scope watcher, kill-switch follower, reconciler)
+    /// and binds the listener.
     pub async fn build(config: &Config) -> anyhow::Result<Self> {
         let store = open_store(config).await?;
         let sources = build_sources(config)?;
@@ -285,36 +290,53 @@ impl Application {
         );
         let state = AppState::new(config, store.clone(), sources);
         let shutdown = state.shutdown.clone();
-        acdm_store::spawn_scope_watcher(
-            store.clone(),
-            state.resolver.clone(),
-            config.scope_poll_interval,
-            shutdown.child_token(),
-        )
-        .await;
-        // The operator's kill switch before the first request, then
-        // followed. Unreadable (migrations pending, database down): the
-        // service still starts, not ready, and writes fail on the journal.
-        if let Err(error) = state.kill_switch.refresh(&store).await {
-            tracing::warn!(%error, "cannot read the kill switch from the database yet");
-        }
-        state.kill_switch.spawn_follower(
-            store.clone(),
-            config.scope_poll_interval,
-            shutdown.child_token(),
-        );
-        spawn_reconciler(
-            state.journal.clone(),
-            config.events_settle_after,
-            shutdown.child_token(),
-        )
-        .await;
-        let listener = server::bind(config.listen_addr)
-            .with_context(|| format!("cannot listen on ACDM_LISTEN_ADDR={}", config.listen_addr))?;
+        // Each runs once before the first request, then periodically. An
+        // unreadable kill switch (migrations pending, database down) does
+        // not stop the start: the service is not ready, and writes fail on
+        // the journal.
+        let mut periodic = Periodic::new(shutdown.child_token());
+        periodic
+            .start(
+                "scope-watcher",
+                config.scope_poll_interval,
+                ScopeWatcher::new(store.clone(), state.resolver.clone()),
+            )
+            .await;
+        periodic
+            .start(
+                "kill-switch-follower",
+                config.scope_poll_interval,
+                SwitchFollower {
+                    switch: state.kill_switch.clone(),
+                    store: store.clone(),
+                },
+            )
+            .await;
+        periodic
+            .start(
+                "reconciler",
+                RECONCILE_EVERY,
+                Reconciler {
+                    journal: state.journal.clone(),
+                    settle_after: config.events_settle_after,
+                },
+            )
+            .await;
+        let listener = match server::bind(config.listen_addr) {
+            Ok(listener) => listener,
+            Err(error) => {
+                // No server will run: stop the tasks just started.
+                periodic.join(Duration::ZERO).await;
+                return Err(error).with_context(|| {
+                    format!("cannot listen on ACDM_LISTEN_ADDR={}", config.listen_addr)
+                });
+            }
+        };
         Ok(Self {
             router: router(&state),
             listener,
             state,
+            periodic,
             shutdown,
             grace: config.shutdown_grace,
             limits: ConnectionLimits {
@@ -348,6 +370,7 @@ impl Application {
             listener,
             router,
             state,
+            periodic,
             shutdown,
             grace,
             limits,
@@ -384,6 +407,8 @@ impl Application {
             }
         }
         shutdown.cancel();
+        // The periodic tasks use the database: they stop first.
+        periodic.join(grace).await;
         state.store.close().await;
         tracing::info!("stopped");
         Ok(())
@@ -474,28 +499,47 @@ pub fn build_sources(config: &Config) -> anyhow::Result<ServiceSources> {
     })
 }
 
-/// Settles storage events a crash left `pending`: once before serving,
-/// then every 30 seconds, each time those older than `settle_after` (so a
-/// write in flight on another replica is never touched).
-async fn spawn_reconciler(journal: Journal, settle_after: Duration, shutdown: CancellationToken) {
-    let run = move |journal: Journal| async move {
+/// How often the reconciler runs after its first round at start-up.
+const RECONCILE_EVERY: Duration = Duration::from_secs(30);
+
+impl Round for ScopeWatcher {
+    type Done = EpochCheck;
+    type Error = StoreError;
+    async fn poll_once(&mut self) -> Result<EpochCheck, StoreError> {
+        ScopeWatcher::poll_once(self).await
+    }
+}
+
+/// The kill-switch follower: one round reads the operator's switch.
+struct SwitchFollower {
+    switch: KillSwitch,
+    store: Store,
+}
+
+impl Round for SwitchFollower {
+    type Done = Option<SwitchState>;
+    type Error = StoreError;
+    async fn poll_once(&mut self) -> Result<Option<SwitchState>, StoreError> {
+        self.switch.poll_once(&self.store).await
+    }
+}
+
+/// The reconciler: one round settles the storage events a crash left
+/// `pending` that are older than `settle_after` (so a write in flight on
+/// another replica is never touched).
+struct Reconciler {
+    journal: Journal,
+    settle_after: Duration,
+}
+
+impl Round for Reconciler {
+    type Done = Settled;
+    type Error = StoreError;
+    async fn poll_once(&mut self) -> Result<Settled, StoreError> {
         let cutoff = chrono::Utc::now()
-            - chrono::TimeDelta::from_std(settle_after).unwrap_or(chrono::TimeDelta::zero());
-        if let Err(error) = journal.reconcile(cutoff).await {
-            tracing::warn!(%error, "cannot reconcile pending storage events now");
-        }
-    };
-    run(journal.clone()).await;
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(Duration::from_secs(30));
-        ticker.tick().await;
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => break,
-                _ = ticker.tick() => run(journal.clone()).await,
-            }
-        }
-    });
+            - chrono::TimeDelta::from_std(self.settle_after).unwrap_or(chrono::TimeDelta::zero());
+        self.journal.reconcile(cutoff).await
+    }
 }
 
 /// Connects to the configured database and applies migrations when

@@ -8,6 +8,7 @@
 //! - [`health`]: `/healthz`, `/readyz`, `/mcp/health`;
 //! - [`http`]: request id, request span, body limit, panic guard;
 //! - [`server`]: the connection loop (header-read timeout, connection cap);
+//! - [`periodic`]: the one way background rounds run every interval;
 //! - [`cli`]: the command line and the operator commands;
 //! - [`demo`]: sample data and a running service for newcomers.
 //!
@@ -22,5 +23,6 @@ pub mod demo;
 pub mod gate;
 pub mod health;
 pub mod http;
+pub mod periodic;
 pub mod server;
 pub mod telemetry;

@@ -13,11 +13,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use acdm_store::{NC_WRITES_SWITCH, Store, StoreError, SwitchState};
 use serde::Serialize;
-use tokio_util::sync::CancellationToken;
 
 /// The switch, cheap to clone and to read on every write.
 #[derive(Debug, Clone)]
@@ -117,23 +115,11 @@ impl KillSwitch {
         }
     }
 
-    /// Follows the operator's switch every `interval` until `shutdown`. A
-    /// failed read keeps the last known value (and says so in the log).
-    pub fn spawn_follower(&self, store: Store, interval: Duration, shutdown: CancellationToken) {
-        let switch = self.clone();
-        tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(interval);
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    () = shutdown.cancelled() => break,
-                    _ = ticker.tick() => {
-                        if let Err(error) = switch.refresh(&store).await {
-                            tracing::warn!(%error, "cannot read the kill switch; keeping the last value");
-                        }
-                    }
-                }
-            }
-        });
+    /// One round of following the operator's switch, as every server does
+    /// each poll interval (the binary runs it): reads the row and follows
+    /// it, returning what was read. A failed read keeps the last known
+    /// value and returns the error.
+    pub async fn poll_once(&self, store: &Store) -> Result<Option<SwitchState>, StoreError> {
+        self.refresh(store).await
     }
 }

@@ -8,8 +8,11 @@
 //! exponential backoff and full jitter inside the request's time budget.
 //! Transport errors are turned into [`SourceError`]s without the URL.
 
+use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use reqwest::{Client, RequestBuilder, Response, StatusCode, header};
 
@@ -113,35 +116,24 @@ impl HttpClient {
         idempotency: Idempotency,
         build: impl Fn(&Client) -> RequestBuilder,
     ) -> Result<Response, SourceError> {
-        let started = Instant::now();
         let attempts = match idempotency {
             Idempotency::Read => self.settings.retries + 1,
             Idempotency::Write => 1,
         };
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let outcome = build(&self.client).send().await;
-            let last = attempt >= attempts;
-            let delay = match &outcome {
-                Ok(response) => match retry_delay(response, &self.settings) {
-                    Some(delay) if !last => delay,
-                    _ => return outcome.map_err(|e| transport_error(source_name, e)),
-                },
-                Err(error) if !last && is_transient(error) => self.backoff(attempt),
-                Err(_) => return outcome.map_err(|e| transport_error(source_name, e)),
-            };
-            if started.elapsed() + delay >= self.settings.timeout {
-                return outcome.map_err(|e| transport_error(source_name, e));
+        let outcome = retrying(source_name, self.settings.timeout, attempts, |attempt| {
+            let request = build(&self.client);
+            async move {
+                let outcome = request.send().await;
+                let delay = match &outcome {
+                    Ok(response) => retry_delay(response, &self.settings),
+                    Err(error) if is_transient(error) => Some(self.backoff(attempt)),
+                    Err(_) => None,
+                };
+                (outcome, delay)
             }
-            tracing::debug!(
-                source = source_name,
-                attempt,
-                delay_ms = delay.as_millis() as u64,
-                "retrying upstream call"
-            );
-            tokio::time::sleep(delay).await;
-        }
+        })
+        .await;
+        outcome.map_err(|e| transport_error(source_name, e))
     }
 
     /// Full-jitter exponential backoff: a random delay up to base × 2^(n−1),
@@ -154,6 +146,42 @@ impl HttpClient {
             .min(Duration::from_secs(2));
         let millis = u64::try_from(ceiling.as_millis()).unwrap_or(2000).max(1);
         Duration::from_millis(fastrand::u64(0..=millis))
+    }
+}
+
+/// Makes up to `attempts` attempts (numbered from 1) of a call to `source`
+/// while each says how
+/// long to wait before the next one, and returns the last outcome. Stops
+/// early when waiting would reach `budget`, counted from the first attempt
+/// on tokio's clock (so a paused clock drives it in tests).
+async fn retrying<T, F, Fut>(
+    source: &'static str,
+    budget: Duration,
+    attempts: u32,
+    mut attempt: F,
+) -> T
+where
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = (T, Option<Duration>)>,
+{
+    let started = Instant::now();
+    let mut n = 0;
+    loop {
+        n += 1;
+        let (outcome, delay) = attempt(n).await;
+        let Some(delay) = delay.filter(|_| n < attempts) else {
+            return outcome;
+        };
+        if started.elapsed() + delay >= budget {
+            return outcome;
+        }
+        tracing::debug!(
+            source,
+            attempt = n,
+            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            "retrying upstream call"
+        );
+        tokio::time::sleep(delay).await;
     }
 }
 
@@ -308,6 +336,79 @@ mod tests {
             d <= Duration::from_secs(30) && d >= Duration::from_secs(28),
             "{d:?}"
         );
+    }
+
+    /// An attempt that always asks to be retried after `delay`, recording
+    /// when (on tokio's clock) each attempt was made.
+    fn always_retry(
+        made: &std::sync::Mutex<Vec<Duration>>,
+        start: Instant,
+        delay: Duration,
+    ) -> impl FnMut(u32) -> std::future::Ready<(u32, Option<Duration>)> {
+        move |n| {
+            made.lock().unwrap().push(start.elapsed());
+            std::future::ready((n, Some(delay)))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_wait_their_delay_on_tokios_clock_and_stop_at_the_attempt_limit() {
+        let made = std::sync::Mutex::new(Vec::new());
+        let start = Instant::now();
+        let last = retrying(
+            "test",
+            Duration::from_secs(60),
+            3,
+            always_retry(&made, start, Duration::from_secs(2)),
+        )
+        .await;
+        assert_eq!(last, 3, "the last outcome is returned");
+        let s = Duration::from_secs;
+        assert_eq!(*made.lock().unwrap(), vec![s(0), s(2), s(4)]);
+        // The paused clock moved exactly by the two waits: nothing waited
+        // for real, and nothing waited after the last attempt.
+        assert_eq!(start.elapsed(), s(4));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_wait_reaches_past_the_budget() {
+        let made = std::sync::Mutex::new(Vec::new());
+        let start = Instant::now();
+        // Room for ten attempts, but a budget of 5 s: attempts at 0, 2 and
+        // 4 s; waiting again would reach 6 s, so the third is the last.
+        let last = retrying(
+            "test",
+            Duration::from_secs(5),
+            10,
+            always_retry(&made, start, Duration::from_secs(2)),
+        )
+        .await;
+        assert_eq!(last, 3);
+        assert_eq!(start.elapsed(), Duration::from_secs(4));
+        // A Retry-After longer than the whole budget is not waited for.
+        let made = std::sync::Mutex::new(Vec::new());
+        let start = Instant::now();
+        let last = retrying(
+            "test",
+            Duration::from_secs(5),
+            10,
+            always_retry(&made, start, Duration::from_secs(7)),
+        )
+        .await;
+        assert_eq!((last, start.elapsed()), (1, Duration::ZERO));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_outcome_not_worth_retrying_is_returned_at_once() {
+        let mut calls = 0;
+        let start = Instant::now();
+        let last = retrying("test", Duration::from_secs(60), 5, |n| {
+            calls += 1;
+            std::future::ready((n, (n < 2).then_some(Duration::from_secs(1))))
+        })
+        .await;
+        assert_eq!((last, calls), (2, 2));
+        assert_eq!(start.elapsed(), Duration::from_secs(1));
     }
 
     #[test]

@@ -918,7 +918,7 @@ impl Store {
     pub async fn project_meta(&self, project: &ProjectRef) -> Result<ProjectMeta, StoreError> {
         match self.row(project.id, &RowKey::ProjectMeta).await? {
             Some(RowImage::ProjectMeta(meta)) => Ok(meta),
-            _ => Ok(default_meta(project, Utc::now())),
+            _ => Ok(default_meta(project, self.now())),
         }
     }
 

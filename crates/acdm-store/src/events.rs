@@ -22,7 +22,7 @@ use chrono::{DateTime, Utc};
 use crate::Store;
 use crate::db::{Tx, WritePool, with_pool, with_tx};
 use crate::error::StoreError;
-use crate::provisioning::{MountRow, now, project_ref};
+use crate::provisioning::{MountRow, project_ref};
 
 /// The switch that turns via-agent file writes off (spec §3.5). An absent
 /// row means no operator override: the configured default applies.
@@ -269,7 +269,7 @@ impl Store {
     }
 
     async fn insert_event(&self, event: &NewEvent) -> Result<StorageEvent, StoreError> {
-        let at = now();
+        let at = self.now();
         let id = event.id.to_string();
         let project_id = event.project_id.to_string();
         let params = to_json("params", &event.params)?;
@@ -421,7 +421,7 @@ impl Store {
         result: Option<String>,
         error: Option<&str>,
     ) -> Result<StorageEvent, StoreError> {
-        let at = now();
+        let at = self.now();
         let key = id.to_string();
         let row: EventRow = with_tx!(tx, tx => {
             let reverts: Option<Option<String>> = sqlx::query_scalar(
@@ -700,7 +700,7 @@ impl Store {
         changed_by: Option<&str>,
         reason: Option<&str>,
     ) -> Result<SwitchState, StoreError> {
-        let changed_at = now();
+        let changed_at = self.now();
         with_pool!(&self.pool, p => {
             sqlx::query(
                 "INSERT INTO runtime_switches (name, enabled, changed_at, changed_by, reason) \

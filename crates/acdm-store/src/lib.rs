@@ -14,6 +14,7 @@
 //! environment and builds a [`DatabaseConfig`].
 
 mod business;
+mod clock;
 mod config;
 mod db;
 mod error;
@@ -28,13 +29,14 @@ use acdm_core::scope::{DirectoryError, ProjectDirectory};
 use async_trait::async_trait;
 
 pub use business::{CalendarItem, Page};
+pub use clock::{Clock, ManualClock};
 pub use config::{DatabaseConfig, DatabaseTarget, TargetError};
 pub use db::Backend;
 pub use error::StoreError;
 pub use events::{EventFilter, NC_WRITES_SWITCH, SwitchState};
 pub use migrations::{MigrationList, MigrationStatus, embedded_versions};
 pub use provisioning::{AgentMountChange, Upsert};
-pub use watch::spawn_scope_watcher;
+pub use watch::{EpochCheck, ScopeWatcher};
 
 use db::{Pool, with_pool};
 
@@ -42,6 +44,9 @@ use db::{Pool, with_pool};
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: Pool,
+    /// Where the timestamps the store writes come from: injectable so
+    /// tests order events without sleeping.
+    clock: Clock,
 }
 
 impl Store {
@@ -50,7 +55,19 @@ impl Store {
     pub async fn connect(config: &DatabaseConfig) -> Result<Self, StoreError> {
         Ok(Self {
             pool: db::connect(config).await?,
+            clock: Clock::system(),
         })
+    }
+
+    /// The same store (same pool), stamping what it writes with `clock`
+    /// instead of the system clock.
+    pub fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
+    }
+
+    /// Now, by the store's clock, to the microsecond.
+    pub(crate) fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
     }
 
     /// Which backend this store runs on.

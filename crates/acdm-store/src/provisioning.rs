@@ -9,17 +9,11 @@ use acdm_core::domain::{
     ProjectRef,
 };
 use acdm_core::{AbsPath, AgentName, MountName, ProjectName, ProjectSlug, UserId};
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Utc};
 
 use crate::Store;
 use crate::db::{WritePool, with_pool};
 use crate::error::StoreError;
-
-/// Timestamps are kept to the microsecond, PostgreSQL's precision, so both
-/// backends return what was written.
-pub(crate) fn now() -> DateTime<Utc> {
-    Utc::now().trunc_subsecs(6)
-}
 
 /// The `(slug, name)` rows a new project ($1 slug, $2 name, $3 folded
 /// name) may collide with; rows from before the folded key ($3) was stored
@@ -195,7 +189,7 @@ impl Store {
         files_base: &AbsPath,
     ) -> Result<ProjectDetails, StoreError> {
         let id = ProjectId::new_random().to_string();
-        let created_at = now();
+        let created_at = self.now();
         let root = files_base.child(name).to_string();
         let key = name.folded();
         let lost_race = with_pool!(&self.pool, p => {
@@ -341,7 +335,7 @@ impl Store {
         user_id: &UserId,
         role: MemberRole,
     ) -> Result<(Member, Upsert), StoreError> {
-        let updated_at = now();
+        let updated_at = self.now();
         let existed = with_pool!(&self.pool, p => {
             let mut tx = p.begin_write().await?;
             let project_id = project_id_for!(tx, slug);
@@ -433,7 +427,7 @@ impl Store {
                 )));
             }
         }
-        let updated_at = now();
+        let updated_at = self.now();
         let (root, existed) = with_pool!(&self.pool, p => {
             let mut tx = p.begin_write().await?;
             let (project_id, project_name): (String, String) =
@@ -495,7 +489,7 @@ impl Store {
         agent: &AgentName,
         slug: &ProjectSlug,
     ) -> Result<AgentMountChange, StoreError> {
-        let mounted_at = now();
+        let mounted_at = self.now();
         let (current, unchanged) = with_pool!(&self.pool, p => {
             let mut tx = p.begin_write().await?;
             let project_id = project_id_for!(tx, slug);
@@ -581,7 +575,7 @@ impl Store {
     /// Ends `agent`'s active mount. Its scope is revoked on every server
     /// within one scope-epoch poll.
     pub async fn unmount_agent(&self, agent: &AgentName) -> Result<AgentMount, StoreError> {
-        let unmounted_at = now();
+        let unmounted_at = self.now();
         let row: Option<AgentMountRow> = with_pool!(&self.pool, p => {
             let mut tx = p.begin_write().await?;
             let id: Option<String> = sqlx::query_scalar(

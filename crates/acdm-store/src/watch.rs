@@ -1,57 +1,80 @@
-//! Keeping every server's scope cache honest: a background task polls the
+//! Keeping every server's scope cache honest: the scope watcher reads the
 //! scope epoch and drops the resolver's cache whenever it moves, so an
 //! unmount or a move made through any server, or the CLI, takes effect
 //! everywhere within one poll interval rather than after the cache TTL.
+//!
+//! This module does one round ([`ScopeWatcher::poll_once`]); the binary
+//! runs it every `ACDM_SCOPE_POLL_MILLIS`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use acdm_core::ScopeResolver;
-use tokio::task::JoinHandle;
-use tokio::time::MissedTickBehavior;
-use tokio_util::sync::CancellationToken;
 
-use crate::Store;
+use crate::{Store, StoreError};
 
-/// Reads the epoch once, then starts the watcher; it stops when
-/// `shutdown` is cancelled. Call it before serving requests.
-///
-/// The cache is dropped on the first successful read (anything cached
-/// before it is unverified) and whenever the epoch cannot be read, so a
-/// server that cannot see revocations does not keep serving from its cache.
-pub async fn spawn_scope_watcher(
-    store: Store,
-    resolver: Arc<ScopeResolver>,
-    interval: Duration,
-    shutdown: CancellationToken,
-) -> JoinHandle<()> {
-    let mut last_seen: Option<i64> = None;
-    check(&store, &resolver, &mut last_seen).await;
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
-        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => break,
-                _ = ticker.tick() => check(&store, &resolver, &mut last_seen).await,
-            }
-        }
-    })
+/// What one round of the watcher saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EpochCheck {
+    /// The first successful read: the cache was dropped, as anything
+    /// cached before it is unverified.
+    First(i64),
+    /// The epoch moved: the cache was dropped.
+    Changed {
+        /// The epoch seen before.
+        from: i64,
+        /// The epoch now.
+        to: i64,
+    },
+    /// Nothing changed; the cache was kept.
+    Unchanged(i64),
 }
 
-async fn check(store: &Store, resolver: &ScopeResolver, last_seen: &mut Option<i64>) {
-    match store.scope_epoch().await {
-        Ok(epoch) if *last_seen != Some(epoch) => {
-            if last_seen.is_some() {
-                tracing::info!(epoch, "agent mounts changed; scope cache dropped");
+/// Follows the scope epoch for one resolver.
+#[derive(Debug)]
+pub struct ScopeWatcher {
+    store: Store,
+    resolver: Arc<ScopeResolver>,
+    last_seen: Option<i64>,
+}
+
+impl ScopeWatcher {
+    /// A watcher of `store`'s epoch that resets `resolver`. Nothing is read
+    /// until the first [`ScopeWatcher::poll_once`]; call it once before
+    /// serving requests.
+    pub fn new(store: Store, resolver: Arc<ScopeResolver>) -> Self {
+        Self {
+            store,
+            resolver,
+            last_seen: None,
+        }
+    }
+
+    /// One round: reads the epoch and drops the cache on the first
+    /// successful read and whenever the epoch moved. When the epoch cannot
+    /// be read the cache is dropped too (fail closed: a server that cannot
+    /// see revocations does not keep serving from its cache) and the error
+    /// is returned.
+    pub async fn poll_once(&mut self) -> Result<EpochCheck, StoreError> {
+        let epoch = match self.store.scope_epoch().await {
+            Ok(epoch) => epoch,
+            Err(error) => {
+                self.resolver.reset();
+                return Err(error);
             }
-            resolver.reset();
-            *last_seen = Some(epoch);
-        }
-        Ok(_) => {}
-        Err(error) => {
-            tracing::warn!(error = %error, "cannot read the scope epoch; scope cache dropped");
-            resolver.reset();
-        }
+        };
+        let check = match self.last_seen {
+            None => EpochCheck::First(epoch),
+            Some(seen) if seen == epoch => return Ok(EpochCheck::Unchanged(epoch)),
+            Some(seen) => {
+                tracing::info!(epoch, "agent mounts changed; scope cache dropped");
+                EpochCheck::Changed {
+                    from: seen,
+                    to: epoch,
+                }
+            }
+        };
+        self.resolver.reset();
+        self.last_seen = Some(epoch);
+        Ok(check)
     }
 }

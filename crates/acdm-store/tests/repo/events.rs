@@ -9,7 +9,7 @@ use acdm_core::events::{
     Actor, ActorKind, EventId, EventOp, EventStatus, NewEvent, Step, StorageEvent,
 };
 use acdm_core::{AbsPath, Identity, ThreadId, UserId};
-use acdm_store::{DatabaseTarget, EventFilter, NC_WRITES_SWITCH, Store, StoreError};
+use acdm_store::{DatabaseTarget, EventFilter, ManualClock, NC_WRITES_SWITCH, Store, StoreError};
 use chrono::{DateTime, Duration as Span, TimeZone, Utc};
 use serde_json::json;
 use sqlx::Connection;
@@ -19,6 +19,13 @@ use crate::provisioning::{agent, base, name, slug};
 
 fn abs(s: &str) -> AbsPath {
     AbsPath::parse(s).unwrap()
+}
+
+/// `store` (same pool) stamping with a clock that moves only when the
+/// test advances it, so timestamps are distinct or ordered without sleeping.
+fn with_manual_clock(store: &Store) -> (Store, ManualClock) {
+    let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 1, 2, 9, 0, 0).unwrap());
+    (store.clone().with_clock(clock.clock()), clock)
 }
 
 async fn new_project(s: &Store, project: &str, display: &str) -> ProjectId {
@@ -498,13 +505,14 @@ fn newest_first(mut events: Vec<StorageEvent>) -> Vec<EventId> {
 #[tokio::test]
 async fn listing_filters_by_project_agent_and_status_newest_first() {
     for db in migrated().await {
-        let s = &db.store;
+        let (s, clock) = with_manual_clock(&db.store);
+        let s = &s;
         let alpha = new_project(s, "alpha", "Alpha").await;
         let beta = new_project(s, "beta", "Beta").await;
         let mut all = Vec::new();
         for i in 0..3 {
             all.push(applied(s, write(alpha, &format!("a{i}.md"))).await);
-            tokio::time::sleep(Duration::from_millis(2)).await;
+            clock.advance(Duration::from_millis(2));
         }
         let beta_pending = s
             .record_intent(&write_by(beta, "project-beta", "Beta", "b.md"))
@@ -807,14 +815,15 @@ async fn a_corrupt_json_column_is_reported_not_trusted() {
 #[tokio::test]
 async fn pending_events_are_those_old_enough_oldest_first() {
     for db in migrated().await {
-        let s = &db.store;
+        let (s, clock) = with_manual_clock(&db.store);
+        let s = &s;
         let alpha = new_project(s, "alpha", "Alpha").await;
         let beta = new_project(s, "beta", "Beta").await;
         let first = s.record_intent(&write(alpha, "1.md")).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(3)).await;
+        clock.advance(Duration::from_millis(3));
         let done = applied(s, write(alpha, "done.md")).await;
         let second = s.record_intent(&write(beta, "2.md")).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(3)).await;
+        clock.advance(Duration::from_millis(3));
         let cut = second.created_at;
         let young = s.record_intent(&write(alpha, "3.md")).await.unwrap();
         assert!(young.created_at > cut);
@@ -832,7 +841,7 @@ async fn pending_events_are_those_old_enough_oldest_first() {
             .await
             .unwrap();
         assert!(none.is_empty(), "{}", db.name);
-        let all = s.pending_events(Utc::now()).await.unwrap();
+        let all = s.pending_events(clock.now()).await.unwrap();
         assert_eq!(ids(&all), vec![first.id, second.id, young.id]);
         db.finish().await;
     }
@@ -881,7 +890,8 @@ async fn projects_and_their_mounts_are_found_by_id() {
 #[tokio::test]
 async fn a_switch_is_absent_until_set_then_reads_back_each_flip() {
     for db in migrated().await {
-        let s = &db.store;
+        let (s, clock) = with_manual_clock(&db.store);
+        let s = &s;
         assert_eq!(NC_WRITES_SWITCH, "nc_writes_enabled");
         assert_eq!(
             s.switch(NC_WRITES_SWITCH).await.unwrap(),
@@ -909,7 +919,7 @@ async fn a_switch_is_absent_until_set_then_reads_back_each_flip() {
             db.name
         );
 
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        clock.advance(Duration::from_millis(2));
         let on = s
             .set_switch(NC_WRITES_SWITCH, true, None, None)
             .await
