@@ -528,6 +528,10 @@ pub(crate) async fn alpha_with_writes(
             "/admin/agents",
             r#"{"agent_name":"project-alpha","project":"alpha"}"#,
         ),
+        (
+            "/admin/projects/alpha/members",
+            r#"{"user_id":"u-1","role":"member"}"#,
+        ),
     ] {
         let r = app
             .send(Req::new("POST", path).headers(&admin_headers()).json(body))

@@ -527,6 +527,16 @@ impl NcEnv {
                 )
                 .await;
             assert_eq!(status, 200, "mount agent {agent}: {body}");
+            // The acting user of these suites is a member of both projects
+            // (membership is required by default).
+            let (status, body) = this
+                .admin(
+                    "POST",
+                    &format!("/admin/projects/{project}/members"),
+                    Some(json!({"user_id": "u-1", "role": "member"})),
+                )
+                .await;
+            assert_eq!(status, 200, "add member to {project}: {body}");
         }
         Some(this)
     }

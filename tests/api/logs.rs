@@ -62,6 +62,12 @@ async fn tokens_never_appear_in_logs_at_trace_level() {
             .json(r#"{"agent_name":"project-alpha","project":"alpha"}"#),
     )
     .await;
+    app.send(
+        Req::new("POST", "/admin/projects/alpha/members")
+            .headers(&admin)
+            .json(r#"{"user_id":"u-1","role":"member"}"#),
+    )
+    .await;
     let agent = [
         ("X-ACDM-Service-Auth", TOKEN),
         ("X-ACDM-User-Id", "u-1"),

@@ -12,6 +12,7 @@
 )]
 
 mod admin;
+mod business;
 mod cli;
 mod connections;
 mod dav;

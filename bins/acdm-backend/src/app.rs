@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acdm_bff::admin::{self, AdminState};
-use acdm_bff::business::BusinessState;
+use acdm_bff::business::{AttachmentSweep, BusinessState, Swept};
 use acdm_bff::envelope::failure;
 use acdm_bff::nc::{NcLimits, NcState};
 use acdm_bff::pipeline::PipelineState;
@@ -322,6 +322,13 @@ impl Application {
                 },
             )
             .await;
+        periodic
+            .start(
+                "attachment-sweep",
+                SWEEP_EVERY,
+                AttachmentSweep::new(state.business.clone(), SWEEP_BATCH),
+            )
+            .await;
         let listener = match server::bind(config.listen_addr) {
             Ok(listener) => listener,
             Err(error) => {
@@ -521,6 +528,19 @@ impl Round for SwitchFollower {
     type Error = StoreError;
     async fn poll_once(&mut self) -> Result<Option<SwitchState>, StoreError> {
         self.switch.poll_once(&self.store).await
+    }
+}
+
+/// How often the attachment sweep runs, and how many files a round looks
+/// at (a file is looked at again after every other one has been).
+const SWEEP_EVERY: Duration = Duration::from_secs(300);
+const SWEEP_BATCH: u32 = 200;
+
+impl Round for AttachmentSweep {
+    type Done = Swept;
+    type Error = StoreError;
+    async fn poll_once(&mut self) -> Result<Swept, StoreError> {
+        AttachmentSweep::poll_once(self).await
     }
 }
 

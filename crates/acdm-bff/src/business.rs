@@ -746,10 +746,12 @@ impl Ctx {
         let name = RelPath::parse(&body.name)
             .ok()
             .filter(|p| p.segments().len() == 1)
+            // The trash's name is never a file's, in any case (as for nc).
+            .filter(|p| !p.to_string().eq_ignore_ascii_case(acdm_core::events::TRASH_FOLDER))
             .ok_or_else(|| {
                 invalid_field(
                     "name",
-                    "must be one file name (no folders, no `..`), e.g. `minutes.md`",
+                    "must be one file name (no folders, no `..`, not the reserved `.acdm-trash`), e.g. `minutes.md`",
                 )
             })?;
         let content = match body.encoding.unwrap_or_default() {
@@ -1167,4 +1169,73 @@ impl Ctx {
 /// The access each business operation needs, for the role table's test.
 pub fn access_of(op: BusinessOp) -> Access {
     op.access()
+}
+
+/// What one round of the attachment sweep found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Files looked at.
+    pub checked: usize,
+    /// Files found gone (now shown as `missing: true`).
+    pub missing: usize,
+    /// Files found back after being missing.
+    pub back: usize,
+}
+
+/// The periodic sweep for attachments removed behind the service's back
+/// (spec §6.2): each round looks at the `batch` least recently checked
+/// meeting files and records whether each is still there.
+#[derive(Clone)]
+pub struct AttachmentSweep {
+    state: BusinessState,
+    batch: u32,
+}
+
+impl AttachmentSweep {
+    /// A sweep over `state`'s files, `batch` files per round.
+    pub fn new(state: BusinessState, batch: u32) -> Self {
+        Self { state, batch }
+    }
+
+    /// One round. A file the store cannot answer for now is left as it
+    /// was (and looked at again in a later round).
+    pub async fn poll_once(&self) -> Result<Swept, acdm_store::StoreError> {
+        let store = &self.state.store;
+        let mut swept = Swept::default();
+        let mut mounts: std::collections::HashMap<acdm_core::domain::ProjectId, Vec<Mount>> =
+            std::collections::HashMap::new();
+        for (project, file) in store.files_to_check(self.batch).await? {
+            let known = match mounts.entry(project) {
+                std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(store.project_mounts(project).await?)
+                }
+            };
+            let Some(path) = Ctx::file_path(known, &file) else {
+                continue;
+            };
+            let missing = match self.state.files.stat(&path).await {
+                Ok(_) => false,
+                Err(SourceError::NotFound(_)) => true,
+                Err(_) => continue,
+            };
+            swept.checked += 1;
+            match (file.missing, missing) {
+                (false, true) => swept.missing += 1,
+                (true, false) => swept.back += 1,
+                _ => {}
+            }
+            store
+                .mark_file_checked(file.file_id, missing, Utc::now())
+                .await?;
+        }
+        if swept.missing > 0 || swept.back > 0 {
+            tracing::warn!(
+                missing = swept.missing,
+                back = swept.back,
+                "meeting files found removed or restored outside the service"
+            );
+        }
+        Ok(swept)
+    }
 }
