@@ -369,6 +369,26 @@ async fn attachments_are_never_ghosts_and_reverts_put_rows_and_files_back() {
 
     // A file removed behind the service's back shows as missing.
     std::fs::remove_file(env.disk(&format!("{folder}/chart.png"))).unwrap();
+    // The periodic sweep finds it (once), and so does reading the meeting.
+    let sweep = acdm_bff::business::AttachmentSweep::new(
+        acdm_bff::business::BusinessState::new(
+            env.app.state.journal.clone(),
+            env.app.state.kill_switch.clone(),
+        ),
+        100,
+    );
+    let swept = sweep.poll_once().await.unwrap();
+    assert_eq!(
+        (swept.checked, swept.missing, swept.back),
+        (2, 1, 0),
+        "{swept:?}"
+    );
+    let swept = sweep.poll_once().await.unwrap();
+    assert_eq!(
+        (swept.checked, swept.missing),
+        (2, 0),
+        "already known: {swept:?}"
+    );
     let (_, got) = biz(&env, "get_meeting", json!({"meeting_id": id})).await;
     let shown: Vec<(Value, Value)> = got["data"]["files"]
         .as_array()
