@@ -2,8 +2,10 @@
 //!
 //! A dev-dependency only (`publish = false`); no production crate links it.
 //! [`wsgidav`] starts the real WebDAV server the file-store contract suite
-//! and the BFF's black-box suite run against; [`snapshot`] compares the
-//! wire contract with its committed JSON.
+//! and the BFF's black-box suite run against; [`traversal`] loads the
+//! traversal corpus and holds the one oracle that judges where a request
+//! path lands; [`snapshot`] compares the wire contract with its committed
+//! JSON.
 
 #![allow(
     clippy::panic,
@@ -11,6 +13,7 @@
 )]
 
 pub mod snapshot;
+pub mod traversal;
 pub mod wsgidav;
 
 pub use wsgidav::{DAV_PASSWORD, DAV_USER, Wsgidav};
