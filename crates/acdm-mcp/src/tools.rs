@@ -239,7 +239,7 @@ pub(crate) struct ReadOutput {
 /// [`Encoding`] lives in acdm-sources, which knows nothing of schemas).
 #[derive(JsonSchema)]
 #[serde(rename_all = "lowercase")]
-#[allow(dead_code, reason = "only its schema is used")]
+#[expect(dead_code, reason = "only its schema is used")]
 enum EncodingSchema {
     /// UTF-8 text.
     Text,

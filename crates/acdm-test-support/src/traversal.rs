@@ -94,16 +94,14 @@ pub const HAND_WRITTEN: &[&str] = &[
 /// When it is missing and `ACDM_REQUIRE_CORPUS` is set, when it has fewer
 /// than its four files, or when a file cannot be read.
 pub fn corpus() -> Option<BTreeSet<String>> {
-    // tidy:allow-env: test support; where the shared corpus lives.
-    let shared = std::env::var_os("ACDM_SHARED_DIR").map_or_else(
+    let shared = crate::setting("ACDM_SHARED_DIR").map_or_else(
         || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
         PathBuf::from,
     );
     let dir = shared.join("corpus/traversal");
     if !dir.is_dir() {
         assert!(
-            // tidy:allow-env: test support; CI requires the corpus.
-            std::env::var_os("ACDM_REQUIRE_CORPUS").is_none(),
+            crate::setting("ACDM_REQUIRE_CORPUS").is_none(),
             "ACDM_REQUIRE_CORPUS is set but the traversal corpus is not at {}; set ACDM_SHARED_DIR",
             dir.display()
         );

@@ -9,12 +9,8 @@
 //! empty segment or look-alike separator refused; the trash in any case
 //! outside). It must land inside the folder with exactly our segments.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
+#![expect(
     clippy::panic,
-    clippy::indexing_slicing,
-    clippy::print_stderr,
     reason = "tests fail loudly and report what they measured"
 )]
 
