@@ -44,14 +44,17 @@ use serde_json::{Value, json};
 
 use crate::helpers::{ADMIN_TOKEN, Options, TOKEN, TestApp, spawn_app};
 
+use acdm_test_support::traversal;
 pub(crate) use acdm_test_support::{DAV_PASSWORD, DAV_USER, Wsgidav};
+use base64::Engine as _;
 /// The user id, thread id and agents every `nc` call is made with.
 pub(crate) const USER: &str = "u-1";
 pub(crate) const THREAD: &str = "t-1";
 pub(crate) const ALPHA: &str = "project-alpha";
 pub(crate) const BETA: &str = "project-beta";
 /// The DAV root of the user, as the upstream sees it.
-pub(crate) const DAV_ROOT: [&str; 4] = ["remote.php", "dav", "files", DAV_USER];
+/// The projects' base folder, as WebDAV path segments.
+const PROJECTS: [&str; 5] = ["remote.php", "dav", "files", DAV_USER, "Projects"];
 /// Methods that change something upstream.
 pub(crate) const WRITE_METHODS: &[&str] = &[
     "PUT",
@@ -171,7 +174,7 @@ impl Drop for DavProxy {
     }
 }
 
-#[allow(
+#[expect(
     clippy::disallowed_methods,
     reason = "the test proxy is not an upstream client of the service"
 )]
@@ -447,7 +450,7 @@ pub(crate) struct NcEnv {
     pub(crate) harness: acdm_harness_client::HarnessClient,
 }
 
-#[allow(
+#[expect(
     clippy::disallowed_methods,
     reason = "the test client is not an upstream client of the service"
 )]
@@ -759,25 +762,6 @@ pub(crate) fn code(body: &Value) -> &str {
 // ---------------------------------------------------------------------------
 // Judging the recording
 
-/// Decodes `%XX` once; `None` when a `%` is not followed by two hex digits
-/// or the bytes are not UTF-8.
-pub(crate) fn decode_once(raw: &str) -> Option<String> {
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        if b == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
 /// The path of a `Destination` header (an absolute URL or a path).
 fn destination_path(destination: &str) -> String {
     let rest = destination
@@ -791,69 +775,19 @@ fn destination_path(destination: &str) -> String {
     }
 }
 
-/// Why this raw path (or Destination path) is unsafe to send upstream:
-/// a dot segment (raw or decoded once), `%2e`/`%2f` (any case, raw or
-/// decoded once), a backslash, or undecodable bytes.
-pub(crate) fn unsafe_spelling(raw: &str) -> Option<String> {
-    let lower = raw.to_ascii_lowercase();
-    if lower.contains("%2e") || lower.contains("%2f") {
-        return Some("encoded dot or slash".to_owned());
-    }
-    if raw.contains('\\') || lower.contains("%5c") {
-        return Some("backslash".to_owned());
-    }
-    if raw.split('/').any(|s| s == "." || s == "..") {
-        return Some("raw dot segment".to_owned());
-    }
-    let Some(decoded) = decode_once(raw) else {
-        return Some("not decodable once as UTF-8".to_owned());
-    };
-    let decoded_lower = decoded.to_ascii_lowercase();
-    if decoded_lower.contains("%2e") || decoded_lower.contains("%2f") {
-        return Some("double-encoded dot or slash".to_owned());
-    }
-    if decoded.split('/').any(|s| matches!(s.trim(), "." | "..")) {
-        return Some("dot segment after one decode".to_owned());
-    }
-    None
-}
-
-/// The segments a path lands on, decoded once (as sabre/dav does), without
-/// the leading empty segment and one trailing `/`.
-fn landing(raw: &str) -> Option<Vec<String>> {
-    let decoded = decode_once(raw)?;
-    let body = decoded.strip_prefix('/')?;
-    let body = body.strip_suffix('/').unwrap_or(body);
-    if body.is_empty() {
-        return Some(Vec::new());
-    }
-    Some(body.split('/').map(str::to_owned).collect())
-}
-
 /// Where agent `slug` (folder `folder`) may send requests: its project
 /// folder, its trash, and — for a depth-0 PROPFIND or a MKCOL that
-/// creates the trash or the project folder — their ancestors.
-pub(crate) struct Scope {
-    roots: Vec<Vec<String>>,
-}
+/// creates the trash or the project folder — their ancestors. The judge is
+/// the suites' one oracle, [`traversal::Scope`]: every request path is
+/// also refused for any spelling (dot segment, encoded dot or slash,
+/// backslash, at any depth of decoding) a server could take elsewhere.
+pub(crate) struct Scope(traversal::Scope);
 
 impl Scope {
     /// The scope of the project with this slug and folder name under
     /// `/Projects`.
     pub(crate) fn project(slug: &str, folder: &str) -> Self {
-        let base: Vec<String> = DAV_ROOT
-            .iter()
-            .map(|s| (*s).to_owned())
-            .chain(["Projects".to_owned()])
-            .collect();
-        let mut project = base.clone();
-        project.push(folder.to_owned());
-        let mut trash = base;
-        trash.push(".acdm-trash".to_owned());
-        trash.push(slug.to_owned());
-        Self {
-            roots: vec![project, trash],
-        }
+        Self(traversal::Scope::new(&PROJECTS, folder).with_trash(slug))
     }
 
     /// Alpha's scope.
@@ -863,28 +797,7 @@ impl Scope {
 
     /// Why `path` (with `method`, `depth`) is out of scope, if it is.
     fn judge(&self, method: &str, raw: &str, depth: Option<&str>) -> Option<String> {
-        if let Some(why) = unsafe_spelling(raw) {
-            return Some(why);
-        }
-        let Some(segments) = landing(raw) else {
-            return Some("not an absolute, decodable path".to_owned());
-        };
-        if segments.iter().any(String::is_empty) {
-            return Some("empty segment".to_owned());
-        }
-        if self.roots.iter().any(|r| segments.starts_with(r)) {
-            return None;
-        }
-        let ancestor = self
-            .roots
-            .iter()
-            .any(|r| r.len() > segments.len() && r.starts_with(&segments));
-        let harmless = method.eq_ignore_ascii_case("MKCOL")
-            || (method.eq_ignore_ascii_case("PROPFIND") && depth == Some("0"));
-        if ancestor && harmless && segments.len() > DAV_ROOT.len() {
-            return None;
-        }
-        Some(format!("outside {:?}", self.roots))
+        self.0.judge(method, raw, depth).err()
     }
 }
 
@@ -966,11 +879,12 @@ pub(crate) fn assert_nothing_destroyed(records: &[Recorded], context: &str) {
 /// No recorded request (path or Destination) touches the folder `name`
 /// under `/Projects` (decoded once, segment-wise).
 pub(crate) fn assert_untouched(records: &[Recorded], name: &str, context: &str) {
+    // A spelling the oracle cannot place might land there: it counts.
     let touches = |raw: &str| {
-        landing(raw).is_some_and(|s| {
-            s.len() > DAV_ROOT.len() + 1
-                && s.get(DAV_ROOT.len()).map(String::as_str) == Some("Projects")
-                && s.get(DAV_ROOT.len() + 1).map(String::as_str) == Some(name)
+        traversal::land(raw).map_or(true, |s| {
+            s.len() > PROJECTS.len()
+                && s.iter().zip(PROJECTS).all(|(a, b)| a == b)
+                && s.get(PROJECTS.len()).map(String::as_str) == Some(name)
         })
     };
     let bad: Vec<String> = records
@@ -995,49 +909,14 @@ pub(crate) fn assert_untouched(records: &[Recorded], name: &str, context: &str) 
 
 /// Standard base64 (with padding).
 pub(crate) fn base64_encode(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk.first().copied().unwrap_or(0),
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// Standard base64 (padding optional); panics on anything else.
 pub(crate) fn base64_decode(text: &str) -> Vec<u8> {
-    let value = |c: u8| -> u32 {
-        match c {
-            b'A'..=b'Z' => u32::from(c - b'A'),
-            b'a'..=b'z' => u32::from(c - b'a') + 26,
-            b'0'..=b'9' => u32::from(c - b'0') + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => panic!("not base64: {text:?}"),
-        }
-    };
-    let clean: Vec<u8> = text.bytes().filter(|b| *b != b'=').collect();
-    let mut out = Vec::new();
-    for chunk in clean.chunks(4) {
-        let mut n = 0u32;
-        for (i, c) in chunk.iter().enumerate() {
-            n |= value(*c) << (18 - 6 * i);
-        }
-        let bytes = n.to_be_bytes();
-        out.extend_from_slice(&bytes[1..chunk.len()]);
-    }
-    out
+    base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(text.trim_end_matches('='))
+        .unwrap_or_else(|e| panic!("not base64 ({e}): {text:?}"))
 }
 
 #[tokio::test]

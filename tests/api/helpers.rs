@@ -67,6 +67,10 @@ pub(crate) fn test_config(options: &Options, data_dir: &std::path::Path) -> Conf
     Config::load_from(None, env).expect("test configuration is valid")
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a test: TEST_LOG shows the service's log"
+)]
 pub(crate) fn init_test_log() {
     if std::env::var_os("TEST_LOG").is_some() {
         let settings = acdm_backend::config::LogSettings {

@@ -2,12 +2,11 @@
 //! service gate, health, the operator API, logging, shutdown and the
 //! command line. Set `TEST_LOG=1` to see the servers' logs.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
     clippy::indexing_slicing,
-    clippy::print_stderr,
     reason = "tests fail loudly and report what they measured"
 )]
 

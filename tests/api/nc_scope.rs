@@ -7,10 +7,10 @@
 //! server behind a recording proxy (see `dav.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use acdm_test_support::traversal;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
@@ -290,40 +290,15 @@ fn sibling(snapshot: &BTreeMap<String, Option<Vec<u8>>>) -> BTreeMap<String, Opt
 // ---------------------------------------------------------------------------
 // The corpus
 
-/// Where the shared corpus lives: `$ACDM_SHARED_DIR/corpus/traversal`,
-/// default `/work/shared/corpus/traversal`. Missing: skipped with a
-/// message, unless `ACDM_REQUIRE_CORPUS` is set.
+/// The public corpus with [`INTO_BETA`]; `None` (the test is skipped)
+/// without the corpus, unless `ACDM_REQUIRE_CORPUS` is set.
+///
+/// (`traversal::HAND_WRITTEN` is not added here yet: with wsgidav, moving
+/// a file to a name such as `a;b` or `a?b=c` and back fails — the move-back
+/// finds nothing — which needs looking into before these names join.)
 fn corpus() -> Option<Vec<String>> {
-    let shared = std::env::var_os("ACDM_SHARED_DIR")
-        .map_or_else(|| PathBuf::from("/work/shared"), PathBuf::from);
-    let dir = shared.join("corpus/traversal");
-    if !dir.is_dir() {
-        assert!(
-            std::env::var_os("ACDM_REQUIRE_CORPUS").is_none(),
-            "traversal corpus not found at {}; set ACDM_SHARED_DIR",
-            dir.display()
-        );
-        eprintln!(
-            "traversal corpus not found at {}: the corpus test is skipped",
-            dir.display()
-        );
-        return None;
-    }
-    let mut all: BTreeSet<String> = INTO_BETA.iter().map(|s| (*s).to_owned()).collect();
-    let mut files = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "txt") {
-            files += 1;
-            let text = std::fs::read_to_string(&path).unwrap();
-            all.extend(text.lines().map(str::to_owned));
-        }
-    }
-    assert!(
-        files >= 4,
-        "expected the four corpus files in {}",
-        dir.display()
-    );
+    let mut all = traversal::corpus()?;
+    all.extend(INTO_BETA.iter().map(|s| (*s).to_owned()));
     Some(all.into_iter().collect())
 }
 

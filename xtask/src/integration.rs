@@ -152,6 +152,10 @@ fn run() -> Result<Tally, String> {
     if !built.success() {
         return Err("cargo build failed".to_owned());
     }
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "xtask finds cargo's target folder"
+    )]
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let binary = target.join("debug").join("acdm-backend");

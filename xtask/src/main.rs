@@ -13,7 +13,7 @@
 //!
 //! This file only parses the command line and dispatches.
 
-#![allow(
+#![expect(
     clippy::print_stdout,
     clippy::print_stderr,
     reason = "xtask is a command-line tool: printing its report is its job"

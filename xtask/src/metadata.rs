@@ -90,6 +90,10 @@ pub(crate) fn is_normal_or_build(kind: Option<&str>) -> bool {
 }
 
 /// The cargo to run: the one that launched us (`$CARGO`), else `cargo` on `PATH`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "xtask runs the cargo that launched it"
+)]
 pub(crate) fn cargo() -> OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"))
 }
@@ -118,6 +122,10 @@ fn set_by_cargo_run(name: &str) -> bool {
 /// cargo compares them with its own environment), so a child cargo that
 /// inherited them rebuilt ring and every crate above it (rustls, reqwest,
 /// sqlx, …), and the next plain `cargo run` rebuilt them back.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "xtask clears the variables `cargo run` set for it"
+)]
 pub(crate) fn cargo_command() -> Command {
     let mut command = Command::new(cargo());
     without_cargo_run_env(&mut command, std::env::vars_os().map(|(name, _)| name));

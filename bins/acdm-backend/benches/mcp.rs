@@ -15,7 +15,7 @@
 //! scenario (default 5, after a 1 s warm-up). Every answer is checked (HTTP
 //! 200 and, for tools, `isError: false`); the bench fails on any failure.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
@@ -74,6 +74,7 @@ fn write(path: &std::path::Path, content: &[u8]) {
     std::fs::write(path, content).unwrap();
 }
 
+#[expect(clippy::disallowed_methods, reason = "a benchmark program: its knobs")]
 fn env_number(name: &str, default: u64) -> u64 {
     match std::env::var(name) {
         Ok(value) => value

@@ -232,7 +232,7 @@ fn parse<T, E: std::fmt::Display>(
     f(raw).map_err(|e| anyhow::anyhow!("invalid {what} `{raw}`: {e}"))
 }
 
-#[allow(
+#[expect(
     clippy::print_stdout,
     reason = "command results are the command's output"
 )]
@@ -494,7 +494,7 @@ fn events_table(events: &[StorageEvent], next_before: Option<EventId>) -> String
     out
 }
 
-#[allow(
+#[expect(
     clippy::print_stdout,
     reason = "command results are the command's output"
 )]

@@ -14,7 +14,7 @@ async fn main() -> ExitCode {
     let config = match Config::load(cli.config.as_deref()) {
         Ok(config) => config,
         Err(error) => {
-            #[allow(
+            #[expect(
                 clippy::print_stderr,
                 reason = "logging is not set up without a valid config"
             )]
@@ -42,7 +42,7 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
         Err(error) => {
-            #[allow(
+            #[expect(
                 clippy::print_stderr,
                 reason = "the error must reach the operator even with logs filtered"
             )]

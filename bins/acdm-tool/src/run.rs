@@ -231,6 +231,10 @@ fn option_for(header: &str) -> &'static str {
 
 /// `ACDM_MCP_SERVICE_TOKEN`; unset or blank leaves it to the client to
 /// refuse (an `internal_error`, nothing sent).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a binary: the token comes from the environment, never the command line"
+)]
 fn service_token() -> Option<SecretString> {
     std::env::var(TOKEN_ENV)
         .ok()

@@ -6,8 +6,10 @@
 //! every lower error knows its code (`StoreError::code`,
 //! `SourceError::code`, `JournalError::code`), and the `From` impls here
 //! turn it into a [`Failure`] — choosing what the caller may read and
-//! logging the rest — so handlers simply use `?`. The request id that an
-//! `internal_error` names is added here too, from [`request_scope`].
+//! logging the rest — so handlers simply use `?`. A source error's envelope
+//! is its own (`From<SourceError> for ToolResponse`, shared with the MCP
+//! server). The request id that an `internal_error` names is added here
+//! too, from [`request_scope`].
 
 use acdm_core::{ErrorCode, RequestId, ScopeError, ToolResponse};
 use acdm_journal::JournalError;
@@ -162,22 +164,19 @@ impl From<StoreError> for Failure {
 
 impl From<SourceError> for Failure {
     /// A file-store or wiki error in its own words (they never carry a URL,
-    /// a body or a credential).
+    /// a body or a credential), mapped as the MCP server maps it
+    /// (`From<SourceError> for ToolResponse`, in acdm-sources).
     fn from(error: SourceError) -> Self {
-        let message = error.to_string();
-        Self::source(&error, message)
+        Self(Box::new(error.into()), None)
     }
 }
 
 impl Failure {
     /// A source error with its code, in `message`'s words (a caller that
-    /// knows how to show the paths involved); upstream faults are logged.
+    /// knows how to show the paths involved); upstream faults are logged
+    /// ([`SourceError::to_response`]).
     pub fn source(error: &SourceError, message: impl Into<String>) -> Self {
-        let code = error.code();
-        if matches!(code, ErrorCode::UpstreamError | ErrorCode::UpstreamTimeout) {
-            tracing::warn!(error = %error_chain(error), "upstream failed");
-        }
-        Self::new(code, message)
+        Self(Box::new(error.to_response(message)), None)
     }
 }
 

@@ -210,7 +210,7 @@ mod tests {
 
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code, reason = "fields are only parsed")]
+    #[expect(dead_code, reason = "fields are only parsed")]
     struct Body1 {
         slug: acdm_core::ProjectSlug,
         #[serde(default)]

@@ -117,7 +117,7 @@ impl HarnessClient {
         .map_err(|e| ConfigError::Http(e.to_string()))?
         .with_root_certificates(roots)
         .with_no_client_auth();
-        #[allow(
+        #[expect(
             clippy::disallowed_methods,
             reason = "the harness client is not an upstream client; it has its own timeouts and no redirects"
         )]

@@ -74,6 +74,10 @@ impl ClientConfig {
 
     /// `ACDM_BACKEND_URL`, `ACDM_MCP_SERVICE_TOKEN`, `NC_OP_TIMEOUT_SECONDS`
     /// from the environment, with the defaults of spec §7.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the one library read of the environment: the engine embeds this crate and has no other way to pass the deployment's settings"
+    )]
     pub fn from_env() -> Result<Self, ConfigError> {
         // tidy:allow-env: the engine embeds this crate and has no other way to pass the deployment's settings.
         let read = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());

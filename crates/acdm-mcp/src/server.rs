@@ -314,14 +314,12 @@ fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, Failure> {
         } else {
             format!("{path}: {inner}")
         };
-        Failure {
-            code: acdm_core::ErrorCode::ValidationError,
+        Failure::new(
+            acdm_core::ErrorCode::ValidationError,
             // serde quotes the offending value whole: keep the message short.
-            message: format!("invalid arguments: {}", tools::clip(&problem, 300)),
-            suggested_action: Some(
-                "Call the tool again with the arguments its input schema describes.".to_owned(),
-            ),
-        }
+            format!("invalid arguments: {}", tools::clip(&problem, 300)),
+            "Call the tool again with the arguments its input schema describes.",
+        )
     })
 }
 
@@ -334,8 +332,8 @@ fn result_of(outcome: &Result<Success, Failure>) -> CallToolResult {
             result
         }
         Err(failure) => {
-            let mut text = failure.message.clone();
-            if let Some(action) = &failure.suggested_action {
+            let mut text = failure.message().to_owned();
+            if let Some(action) = failure.suggested_action() {
                 text.push_str("\nWhat to do: ");
                 text.push_str(action);
             }
@@ -402,7 +400,7 @@ impl ServerHandler for KnowledgeServer {
         let elapsed = started.elapsed();
         let label = match &outcome {
             Ok(_) => "ok",
-            Err(failure) => failure.code.as_str(),
+            Err(failure) => failure.code().as_str(),
         };
         self.metrics.record(name, label, elapsed.as_secs_f64());
         span.record("outcome", label);

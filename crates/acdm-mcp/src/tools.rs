@@ -15,7 +15,7 @@
 //! `null`), so their schemas can say a plain type.
 
 use acdm_core::events::trash_root;
-use acdm_core::{AbsPath, ErrorCode, PrefixError, ProjectName, RelPath};
+use acdm_core::{AbsPath, ErrorCode, PrefixError, ProjectName, RelPath, ToolResponse};
 use acdm_sources::render::past_the_end;
 use acdm_sources::{EntryKind, GitRef, ReadRange, SourceError, Sources, WikiQuery, Window};
 use schemars::JsonSchema;
@@ -239,7 +239,7 @@ pub(crate) struct ReadOutput {
 /// [`Encoding`] lives in acdm-sources, which knows nothing of schemas).
 #[derive(JsonSchema)]
 #[serde(rename_all = "lowercase")]
-#[allow(dead_code, reason = "only its schema is used")]
+#[expect(dead_code, reason = "only its schema is used")]
 enum EncodingSchema {
     /// UTF-8 text.
     Text,
@@ -259,21 +259,20 @@ pub(crate) struct ToolFailure {
     pub(crate) suggested_action: Option<String>,
 }
 
-/// A failed call, before it becomes a tool result.
+/// A failed call, before it becomes a tool result: the protocol's failure
+/// (`ToolResponse`: code, message, suggested action — the code's default
+/// unless a tool gives better advice), built from a lower error by the same
+/// mapping the BFF uses (`From<SourceError> for ToolResponse`).
 #[derive(Debug)]
-pub(crate) struct Failure {
-    pub(crate) code: ErrorCode,
-    pub(crate) message: String,
-    pub(crate) suggested_action: Option<String>,
-}
+pub(crate) struct Failure(ToolResponse);
 
 impl Failure {
-    fn new(code: ErrorCode, message: impl Into<String>, action: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            suggested_action: Some(action.into()),
-        }
+    pub(crate) fn new(
+        code: ErrorCode,
+        message: impl Into<String>,
+        action: impl Into<String>,
+    ) -> Self {
+        Self(ToolResponse::failure(code, message).with_suggested_action(action))
     }
 
     fn invalid(field: &str, problem: impl std::fmt::Display, action: &str) -> Self {
@@ -284,30 +283,38 @@ impl Failure {
         )
     }
 
-    fn source(error: &SourceError, action: Option<&str>) -> Self {
-        let code = error.code();
-        let suggested = action
-            .map(str::to_owned)
-            .or_else(|| code.default_suggested_action().map(str::to_owned));
-        if matches!(
-            error,
-            SourceError::Upstream { .. } | SourceError::InvalidResponse { .. }
-        ) {
-            tracing::warn!(error = %error, "source failed");
-        }
-        Self {
-            code,
-            message: error.to_string(),
-            suggested_action: suggested,
-        }
+    /// A source error, with `action` instead of its code's default advice.
+    fn source(error: SourceError, action: &str) -> Self {
+        Self(ToolResponse::from(error).with_suggested_action(action))
+    }
+
+    /// The code (a failure always has one).
+    pub(crate) fn code(&self) -> ErrorCode {
+        self.0.error_code().unwrap_or(ErrorCode::InternalError)
+    }
+
+    /// What went wrong.
+    pub(crate) fn message(&self) -> &str {
+        self.0.message()
+    }
+
+    /// What to do next, when there is advice.
+    pub(crate) fn suggested_action(&self) -> Option<&str> {
+        self.0.suggested_action()
     }
 
     pub(crate) fn to_structured(&self) -> ToolFailure {
         ToolFailure {
-            code: self.code.as_str(),
-            message: self.message.clone(),
-            suggested_action: self.suggested_action.clone(),
+            code: self.code().as_str(),
+            message: self.0.message().to_owned(),
+            suggested_action: self.0.suggested_action().map(str::to_owned),
         }
+    }
+}
+
+impl From<SourceError> for Failure {
+    fn from(error: SourceError) -> Self {
+        Self(error.into())
     }
 }
 
@@ -590,8 +597,7 @@ impl Tools {
                 path_prefix: prefix.clone().filter(|p| !p.is_root()),
                 git_ref: None,
             })
-            .await
-            .map_err(|e| Failure::source(&e, None))?;
+            .await?;
         let prefix_text = prefix.filter(|p| !p.is_root()).map(|p| p.to_string());
         let hits: Vec<WikiHitOut> = found
             .hits
@@ -660,10 +666,10 @@ impl Tools {
             .await
             .map_err(|e| match e {
                 SourceError::NotFound(_) => Failure::source(
-                    &e,
-                    Some("Search the wiki with acdm_search_wiki to find the exact path."),
+                    e,
+                    "Search the wiki with acdm_search_wiki to find the exact path.",
                 ),
-                other => Failure::source(&other, None),
+                other => other.into(),
             })?;
         check_not_past_the_end(&read.window, range.offset)?;
         let rendered = render(&read.window, range.len);
@@ -694,12 +700,7 @@ impl Tools {
         let query = check_query(&input.query)?;
         let limit = check_limit(input.limit)?;
         let (name, scope) = project_scope(&self.files_base, &input.project_name)?;
-        let found = self
-            .sources
-            .search
-            .search(query, limit, &scope)
-            .await
-            .map_err(|e| Failure::source(&e, None))?;
+        let found = self.sources.search.search(query, limit, &scope).await?;
         // The source filters already; this is the second, independent check
         // (and the trash is dropped whatever the scope).
         let trash = trash_root(&self.files_base);
@@ -825,19 +826,16 @@ impl Tools {
         }
         let stream = read.map_err(|e| match e {
             SourceError::NotFound(_) => Failure::source(
-                &e,
-                Some("Search the project with acdm_search_nextcloud to find the exact path."),
+                e,
+                "Search the project with acdm_search_nextcloud to find the exact path.",
             ),
             SourceError::Conflict(_) => Failure::source(
-                &e,
-                Some("This is a folder; search inside it with acdm_search_nextcloud."),
+                e,
+                "This is a folder; search inside it with acdm_search_nextcloud.",
             ),
-            other => Failure::source(&other, None),
+            other => other.into(),
         })?;
-        let window = stream
-            .collect(range.len)
-            .await
-            .map_err(|e| Failure::source(&e, None))?;
+        let window = stream.collect(range.len).await?;
         check_not_past_the_end(&window, range.offset)?;
         let rendered = render(&window, range.len);
         let output = ReadOutput {
@@ -970,11 +968,11 @@ mod tests {
             "x\u{7f}",
         ] {
             let e = project_scope(&base, bad).unwrap_err();
-            assert_eq!(e.code, ErrorCode::ValidationError, "{bad:?}");
+            assert_eq!(e.code(), ErrorCode::ValidationError, "{bad:?}");
             assert!(
-                e.message.starts_with("invalid project_name"),
+                e.message().starts_with("invalid project_name"),
                 "{}",
-                e.message
+                e.message()
             );
         }
     }
@@ -989,7 +987,7 @@ mod tests {
         assert_eq!(limits.window(0, Some(1000)).unwrap().len, 1000);
         let above = limits.window(0, Some(50_000)).unwrap_err();
         assert_eq!(
-            above.message,
+            above.message(),
             "invalid max_bytes: 50000 is outside 1–1000 (the server's window cap)"
         );
         assert!(limits.window(0, Some(0)).is_err());

@@ -5,14 +5,9 @@
 //! buffered beyond their own size, so the growth should stay near one
 //! window whatever the file size.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
     clippy::print_stdout,
-    clippy::print_stderr,
-    dead_code,
     reason = "a benchmark program that reports what it measured"
 )]
 

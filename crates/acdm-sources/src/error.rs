@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use acdm_core::{ErrorCode, ToolResponse};
+
 /// What went wrong talking to a source.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SourceError {
@@ -94,8 +96,7 @@ impl SourceError {
 
     /// The protocol code this error is reported with, by the MCP server and
     /// the BFF alike.
-    pub fn code(&self) -> acdm_core::ErrorCode {
-        use acdm_core::ErrorCode;
+    pub fn code(&self) -> ErrorCode {
         match self {
             Self::NotFound(_) => ErrorCode::NotFound,
             Self::PreconditionFailed(_) | Self::Conflict(_) => ErrorCode::Conflict,
@@ -106,6 +107,18 @@ impl SourceError {
             Self::NotConfigured(_) => ErrorCode::SourceNotConfigured,
             Self::InvalidRequest(_) => ErrorCode::ValidationError,
         }
+    }
+
+    /// The failure this error is reported with, by the MCP server and the
+    /// BFF alike: its [`code`](Self::code), `message` (the error's own
+    /// words, or a caller's that shows the paths involved) and the code's
+    /// default suggested action. Upstream faults are logged here, once.
+    pub fn to_response<T>(&self, message: impl Into<String>) -> ToolResponse<T> {
+        let code = self.code();
+        if matches!(code, ErrorCode::UpstreamError | ErrorCode::UpstreamTimeout) {
+            tracing::warn!(error = %self, "upstream failed");
+        }
+        ToolResponse::failure(code, message)
     }
 
     pub(crate) fn invalid(source_name: &'static str, detail: impl Into<String>) -> Self {
@@ -125,6 +138,14 @@ impl SourceError {
             status,
             detail: detail.into(),
         }
+    }
+}
+
+impl<T> From<SourceError> for ToolResponse<T> {
+    /// [`SourceError::to_response`] in the error's own words (they never
+    /// carry a URL, a body or a credential).
+    fn from(error: SourceError) -> Self {
+        error.to_response(error.to_string())
     }
 }
 
@@ -167,9 +188,16 @@ mod tests {
     }
 
     #[test]
-    fn every_error_maps_to_one_protocol_code() {
-        use acdm_core::ErrorCode;
-        let check = |e: SourceError, code: ErrorCode| assert_eq!(e.code(), code, "{e}");
+    fn every_error_maps_to_one_protocol_code_and_one_failure() {
+        let check = |e: SourceError, code: ErrorCode| {
+            assert_eq!(e.code(), code, "{e}");
+            // The failure both adapters send: that code, the error's words,
+            // the code's default advice.
+            let response: ToolResponse = e.clone().into();
+            assert_eq!(response.error_code(), Some(code), "{e}");
+            assert_eq!(response.message(), e.to_string());
+            assert_eq!(response.suggested_action(), code.default_suggested_action());
+        };
         check(SourceError::NotFound("x".into()), ErrorCode::NotFound);
         check(
             SourceError::PreconditionFailed("x".into()),

@@ -82,7 +82,7 @@ impl HttpClient {
         .map_err(|_| SourceError::NotConfigured("TLS could not be set up".to_owned()))?
         .with_root_certificates(roots)
         .with_no_client_auth();
-        #[allow(clippy::disallowed_methods, reason = "this is the one blessed builder")]
+        #[expect(clippy::disallowed_methods, reason = "this is the one blessed builder")]
         let client = Client::builder()
             .tls_backend_preconfigured(tls)
             .connect_timeout(settings.connect_timeout)

@@ -22,8 +22,7 @@ pub fn assert_json(path: &Path, value: &serde_json::Value) {
         Err(error) => panic!("snapshot {}: cannot serialise: {error}", path.display()),
     };
     text.push('\n');
-    // tidy:allow-env: test support; the deliberate update of a snapshot.
-    if std::env::var_os(UPDATE).is_some_and(|v| v == "1") {
+    if crate::setting(UPDATE).is_some_and(|v| v == "1") {
         if let Some(folder) = path.parent()
             && let Err(error) = std::fs::create_dir_all(folder)
         {

@@ -67,8 +67,7 @@ impl Wsgidav {
     pub async fn start() -> Option<Self> {
         let Some(binary) = binary() else {
             assert!(
-                // tidy:allow-env: test support; CI requires the real server.
-                std::env::var_os("ACDM_REQUIRE_WEBDAV").is_none(),
+                crate::setting("ACDM_REQUIRE_WEBDAV").is_none(),
                 "ACDM_REQUIRE_WEBDAV is set but wsgidav is not installed; run `cargo xtask setup`"
             );
             #[expect(clippy::print_stderr, reason = "tells why a back-end is left out")]
@@ -144,8 +143,7 @@ impl Wsgidav {
 
 /// The installed wsgidav: `ACDM_WSGIDAV`, else the project's `.test-tools`.
 fn binary() -> Option<PathBuf> {
-    // tidy:allow-env: test support; a wsgidav installed elsewhere.
-    if let Some(path) = std::env::var_os("ACDM_WSGIDAV") {
+    if let Some(path) = crate::setting("ACDM_WSGIDAV") {
         return Some(PathBuf::from(path));
     }
     let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.test-tools/venv/bin/wsgidav");

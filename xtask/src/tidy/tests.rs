@@ -81,9 +81,9 @@ mod detects {
     use serde_json::{Value, json};
 
     use super::super::{
-        ALLOWED_EDGES, CORE_RULE, HARNESS_CLIENT_RULE, LAYER_RULES, allows_env, closure_paths,
-        edge_violations, env_reads, forbidden_violations, names_missing_from,
-        opts_into_workspace_lints, starts_with_module_doc,
+        ALLOWED_EDGES, CORE_RULE, ENV_READERS, HARNESS_CLIENT_RULE, LAYER_RULES, allows_env,
+        closure_paths, edge_violations, env_reads, env_reads_unexempted, forbidden_violations,
+        names_missing_from, opts_into_workspace_lints, starts_with_module_doc,
     };
     use crate::metadata::Metadata;
 
@@ -386,6 +386,17 @@ mod detects {
             env_reads("f.rs", line_above),
             ["f.rs:3: let w = std::env::var(\"Y\");"]
         );
+    }
+
+    #[test]
+    fn outside_the_env_readers_the_marker_exempts_nothing() {
+        let marked = "// tidy:allow-env: a good reason\nlet v = std::env::var(\"X\"); // tidy:allow-env: another\n";
+        assert_eq!(env_reads("f.rs", marked), Vec::<String>::new());
+        assert_eq!(
+            env_reads_unexempted("f.rs", marked),
+            ["f.rs:2: let v = std::env::var(\"X\"); //"]
+        );
+        assert!(ENV_READERS.contains(&"crates/acdm-harness-client/src/config.rs"));
     }
 
     #[test]

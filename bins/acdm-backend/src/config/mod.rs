@@ -308,6 +308,10 @@ impl std::error::Error for ConfigError {}
 
 impl Config {
     /// Reads the optional TOML `file` and the process environment.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the binary's configuration is the one place the service reads its environment"
+    )]
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
         Self::load_from(file, std::env::vars_os())
     }
@@ -825,6 +829,10 @@ mod tests {
     }
 
     #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a test switch: regenerate the docs"
+    )]
     fn the_config_reference_is_current() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config.md");
         let expected = reference_markdown();
@@ -883,6 +891,10 @@ mod tests {
     /// `ACDM_UPDATE_DOCS` regenerates it, the text being written instead,
     /// so tests running beside the_config_reference_is_current do not read
     /// a half-written file.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a test switch: regenerate the docs"
+    )]
     fn documented_defaults() -> Vec<(String, String)> {
         let text = if std::env::var_os("ACDM_UPDATE_DOCS").is_some() {
             reference_markdown()

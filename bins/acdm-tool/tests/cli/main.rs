@@ -3,9 +3,8 @@
 //! exits. Every run also checks that the service token appears in neither
 //! stdout nor stderr.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
     clippy::panic,
     clippy::indexing_slicing,
     reason = "tests fail loudly"

@@ -3,10 +3,8 @@
 //! (raw HTTP/1.1 over a tokio socket: no server framework in this crate's
 //! dependency tree). A row's test fails when its mapping changes.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
     clippy::indexing_slicing,
     reason = "tests fail loudly"
 )]

@@ -5,6 +5,8 @@
 //! files back byte for byte and rows back field for field (a versioned
 //! row's version moves forward).
 
+#![expect(clippy::panic, reason = "a broken seed fails the test loudly")]
+
 use acdm_core::UserId;
 use acdm_core::business::{
     FileId, Meeting, MeetingFile, MeetingId, Report, ReportId, ReportKind, ReportStatus,
@@ -217,7 +219,9 @@ const OPS: [Op; 6] = [
 
 fn change(op: Op, seed: &Seed) -> Change {
     let m = &seed.meeting;
-    let (a, b) = (&seed.files[0], &seed.files[1]);
+    let [a, b] = seed.files.as_slice() else {
+        panic!("the seed attaches two files");
+    };
     match op {
         Op::CreateMeeting => Change {
             op: EventOp::CreateMeeting,

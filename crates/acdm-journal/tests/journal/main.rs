@@ -9,13 +9,7 @@
 //! Runs on the embedded SQLite database and the local file store (the
 //! WebDAV store passes the same contract suite in acdm-sources).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "tests fail loudly"
-)]
+#![expect(clippy::unwrap_used, reason = "tests fail loudly")]
 
 mod business;
 

@@ -2,12 +2,10 @@
 //! over its real router, fixture sources, a recording upstream for the
 //! scope rules.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
     clippy::panic,
     clippy::indexing_slicing,
-    clippy::print_stderr,
     reason = "tests fail loudly and report what they measured"
 )]
 

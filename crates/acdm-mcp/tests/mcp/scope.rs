@@ -1,12 +1,11 @@
 //! No request outside `<base>/<project_name>/`: every payload of the public
 //! traversal corpora (`shared/corpus/traversal/`) goes into `path` and into
 //! `project_name` of the Nextcloud tools, against a recording upstream. After
-//! each call, every request that reached the upstream must land — decoded
-//! once, as sabre/dav decodes it — inside that call's project folder, with
-//! no dot segment; a refused name or path must send nothing at all.
+//! each call, every request that reached the upstream must be a read and
+//! land inside that call's project folder, as the suites' one oracle
+//! (`acdm_test_support::traversal`) judges it; a refused name or path must
+//! send nothing at all.
 
-use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -14,16 +13,18 @@ use acdm_core::ProjectName;
 use acdm_mcp::McpMetrics;
 use acdm_sources::nextcloud::{NextcloudConfig, NextcloudFiles, NextcloudSearch};
 use acdm_sources::{Sources, http::HttpClient, http::HttpSettings};
+use acdm_test_support::traversal::{Scope, payloads};
 use axum::Router;
 use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use percent_encoding::percent_decode_str;
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use unicode_normalization::UnicodeNormalization;
 
 use crate::harness::{Mcp, settings};
+
+/// The Nextcloud user's projects folder, as WebDAV path segments.
+const BASE: [&str; 5] = ["remote.php", "dav", "files", "u", "Projects"];
 
 /// The upstream: records every request; answers WebDAV with 404 and the
 /// search with hits in several projects (and hostile ones).
@@ -61,93 +62,6 @@ async fn upstream(recorder: Recorder, request: Request) -> Response {
     StatusCode::NOT_FOUND.into_response()
 }
 
-fn corpus() -> BTreeSet<String> {
-    let mut all: BTreeSet<String> = [
-        "..",
-        " ..",
-        "..\u{a0}",
-        "a/../../Beta/x",
-        "a//b",
-        "\\\\evil\\share",
-        "\u{FF0E}\u{FF0E}/x",
-        "\u{2025}/x",
-        "a\u{FF0F}..\u{FF0F}x",
-        "x%00y",
-        "%2e%2e/x",
-        "%252e%252e/x",
-        "..%2f..%2fx",
-        "a#b",
-        "a?b=c",
-        "a;b",
-        "cafe\u{301}",
-        "\u{202E}txt.exe",
-        ".htaccess",
-        "trail.",
-        "trail ",
-        "Alpha/../Beta",
-        "../Beta/x.md",
-        "Alpha-evil",
-        "/Projects/Beta/x",
-        "//evil.example/x",
-        ".acdm-trash",
-        ".ACDM-TRASH",
-        ".acdm-trash/alpha/e/0/x.md",
-        "../.acdm-trash/alpha/e/0/x.md",
-        "/Projects/.acdm-trash/alpha/e/0/x.md",
-    ]
-    .into_iter()
-    .map(str::to_owned)
-    .collect();
-    let shared = std::env::var_os("ACDM_SHARED_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-        PathBuf::from,
-    );
-    let dir = shared.join("corpus/traversal");
-    if !dir.is_dir() {
-        assert!(
-            std::env::var_os("ACDM_REQUIRE_CORPUS").is_none(),
-            "no corpus at {}",
-            dir.display()
-        );
-        eprintln!(
-            "traversal corpus not found at {}; only the hand-written cases run",
-            dir.display()
-        );
-        return all;
-    }
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "txt") {
-            all.extend(
-                std::fs::read_to_string(&path)
-                    .unwrap()
-                    .lines()
-                    .map(str::to_owned),
-            );
-        }
-    }
-    all
-}
-
-/// Where sabre/dav + Nextcloud would take this request target: decoded
-/// once, NFC, `\` as `/`, empty segments collapsed; `None` on a dot segment
-/// (the escape we are guarding against) or an undecodable path.
-fn landing(target: &str) -> Option<Vec<String>> {
-    let path = target.split_once(' ').map_or(target, |(_, t)| t);
-    let path = path.split(['?', '#']).next().unwrap_or_default();
-    let decoded = percent_decode_str(path).decode_utf8().ok()?;
-    let normalised: String = decoded.nfc().collect::<String>().replace('\\', "/");
-    let mut segments = Vec::new();
-    for segment in normalised.split('/') {
-        match segment.trim() {
-            "" => {}
-            "." | ".." => return None,
-            _ => segments.push(segment.to_owned()),
-        }
-    }
-    Some(segments)
-}
-
 struct Check<'a> {
     mcp: &'a Mcp,
     recorder: &'a Recorder,
@@ -171,33 +85,24 @@ impl Check<'_> {
             assert_eq!(result["isError"], true);
             return;
         };
-        let prefix = ["remote.php", "dav", "files", "u", "Projects", name.as_str()];
-        let base = prefix.get(..5).unwrap();
+        // When a search finds nothing or a read misses, the tool looks
+        // whether the project folder exists (and lists the base for a name
+        // differing only in case): PROPFINDs of the folder and the base.
+        let scope = Scope::new(&BASE, name.as_str()).listing_the_base();
         for request in &seen {
             self.requests += 1;
             if request.contains(" /ocs/") {
                 continue; // the search request carries no path
             }
-            let landed = landing(request)
-                .unwrap_or_else(|| panic!("{arguments}: dot segment or garbage in {request}"));
+            let (method, target) = request.split_once(' ').unwrap();
             assert!(
-                !(landed.len() > base.len()
-                    && landed.iter().zip(base).all(|(a, b)| a == b)
-                    && landed
-                        .get(base.len())
-                        .is_some_and(|s| s.eq_ignore_ascii_case(".acdm-trash"))),
-                "{arguments}: {request} reaches the trash"
+                matches!(method, "GET" | "HEAD" | "PROPFIND"),
+                "{arguments}: the knowledge tools only read, yet sent {request}"
             );
-            // When a search finds nothing or a read misses, the tool looks
-            // whether the project folder exists (and lists the base for a
-            // name differing only in case): PROPFINDs, nothing else.
-            let probe = request.starts_with("PROPFIND ") && (landed == prefix || landed == base);
-            assert!(
-                probe
-                    || (landed.len() > prefix.len()
-                        && landed.iter().zip(prefix).all(|(a, b)| a == b)),
-                "{arguments}: {request} lands at {landed:?}, outside /Projects/{name}/"
-            );
+            let path = target.split(['?', '#']).next().unwrap_or_default();
+            if let Err(why) = scope.judge(method, path, None) {
+                panic!("{arguments}: {request}: {why}, not in /Projects/{name}/");
+            }
         }
         if tool == "acdm_search_nextcloud" && result["isError"] == false {
             let scope = format!("/Projects/{name}/");
@@ -249,7 +154,7 @@ async fn no_corpus_payload_reaches_outside_the_project_folder() {
         calls: 0,
     };
     let started = Instant::now();
-    let payloads = corpus();
+    let payloads = payloads();
     for p in &payloads {
         check
             .call(

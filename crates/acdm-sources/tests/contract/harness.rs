@@ -52,7 +52,7 @@ pub(crate) struct Backend {
     _keep: Keep,
 }
 
-#[allow(dead_code, reason = "held only to be dropped with the backend")]
+#[expect(dead_code, reason = "held only to be dropped with the backend")]
 enum Keep {
     Dir(tempfile::TempDir),
     Server(Wsgidav),

@@ -4,12 +4,11 @@
 //! talking to doubles that follow the documented wire formats. The fault
 //! tests put a misbehaving upstream in front of every client.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
     clippy::indexing_slicing,
-    clippy::print_stderr,
     reason = "tests fail loudly and report what they measured"
 )]
 

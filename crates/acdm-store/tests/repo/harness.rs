@@ -21,7 +21,7 @@ pub(crate) struct TestDb {
 }
 
 enum Cleanup {
-    Dir(#[allow(dead_code, reason = "held to delete the folder on drop")] tempfile::TempDir),
+    Dir(#[expect(dead_code, reason = "held to delete the folder on drop")] tempfile::TempDir),
     Schema { admin_url: String, schema: String },
 }
 
@@ -46,6 +46,10 @@ impl TestDb {
 }
 
 /// The PostgreSQL URL tests must use, if any.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a test: CI names its PostgreSQL in the environment"
+)]
 pub(crate) fn postgres_url() -> Option<String> {
     std::env::var("ACDM_TEST_DATABASE_URL")
         .ok()
