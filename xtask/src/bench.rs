@@ -6,6 +6,8 @@
 //! - `mcp`: `tools/call` throughput and p50/p99 latency per tool through the
 //!   whole service at a fixed concurrency, next to the health routes as a
 //!   floor (`ACDM_BENCH_CONCURRENCY`, `ACDM_BENCH_SECONDS`).
+//! - `bff`: the Agent Tools BFF's nc and business reads, and `get_meeting`
+//!   against a small nc `read` (`ACDM_BENCH_DATABASE_URL` for PostgreSQL).
 
 use std::process::ExitCode;
 
@@ -19,6 +21,7 @@ const SUITES: &[(&str, &[&str])] = &[
         &["bench", "-p", "acdm-sources", "--bench", "windows"],
     ),
     ("mcp", &["bench", "-p", "acdm-backend", "--bench", "mcp"]),
+    ("bff", &["bench", "-p", "acdm-backend", "--bench", "bff"]),
 ];
 
 /// Entry point for `cargo xtask bench [suite]`.

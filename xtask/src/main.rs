@@ -35,7 +35,7 @@ Usage: cargo xtask <command> [args]
 Commands:
   tidy             Run the architecture checks (crate edges, forbidden dependencies,
                    env reads, module docs, workspace lints, architecture doc)
-  bench [SUITE]    Run the benchmarks (release, loopback): sources, mcp
+  bench [SUITE]    Run the benchmarks (release, loopback): sources, mcp, bff
   integration      Run the MCP Python and TypeScript SDKs and the conformance
                    suite against a running `acdm-backend demo`
   setup            Install the test tools (pinned wsgidav and MCP Python SDK) into .test-tools/

@@ -27,16 +27,18 @@
 )]
 
 use std::ffi::OsString;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use acdm_backend::app::Application;
 use acdm_backend::config::Config;
+use load::{WARM_UP, env_number, print_header, print_row};
 use serde_json::{Value, json};
+
+mod load;
 
 const TOKEN: &str = "svc-bench-0123456789abcdef0123456789abcdef";
 const PAGES: usize = 200;
 const SERVER_THREADS: usize = 2;
-const WARM_UP: Duration = Duration::from_secs(1);
 
 /// Words the generated pages are made of (some shared, so searches hit).
 const WORDS: &[&str] = &[
@@ -74,16 +76,6 @@ fn write(path: &std::path::Path, content: &[u8]) {
     std::fs::write(path, content).unwrap();
 }
 
-#[expect(clippy::disallowed_methods, reason = "a benchmark program: its knobs")]
-fn env_number(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(value) => value
-            .parse()
-            .unwrap_or_else(|_| panic!("{name} must be a whole number, got {value:?}")),
-        Err(_) => default,
-    }
-}
-
 /// One measured scenario.
 struct Scenario {
     name: &'static str,
@@ -94,12 +86,6 @@ struct Scenario {
 enum Request {
     Get(&'static str),
     Tool(Value),
-}
-
-struct Outcome {
-    latencies: Vec<Duration>,
-    failures: Vec<String>,
-    elapsed: Duration,
 }
 
 async fn send(client: &reqwest::Client, base: &str, request: &Request) -> Result<(), String> {
@@ -128,57 +114,6 @@ async fn send(client: &reqwest::Client, base: &str, request: &Request) -> Result
         }
     }
     Ok(())
-}
-
-/// Runs `concurrency` keep-alive clients in a loop for `duration` after a
-/// warm-up; returns every latency.
-async fn run(
-    client: &reqwest::Client,
-    base: &str,
-    request: &Request,
-    concurrency: usize,
-    duration: Duration,
-) -> Outcome {
-    let warm_until = Instant::now() + WARM_UP;
-    let mut workers = Vec::new();
-    for _ in 0..concurrency {
-        let (client, base, request) = (client.clone(), base.to_owned(), request.clone());
-        workers.push(tokio::spawn(async move {
-            while Instant::now() < warm_until {
-                send(&client, &base, &request).await?;
-            }
-            let stop = warm_until + duration;
-            let mut latencies = Vec::with_capacity(16_384);
-            while Instant::now() < stop {
-                let started = Instant::now();
-                send(&client, &base, &request).await?;
-                latencies.push(started.elapsed());
-            }
-            Ok::<_, String>(latencies)
-        }));
-    }
-    let mut outcome = Outcome {
-        latencies: Vec::new(),
-        failures: Vec::new(),
-        elapsed: duration,
-    };
-    for worker in workers {
-        match worker.await {
-            Ok(Ok(latencies)) => outcome.latencies.extend(latencies),
-            Ok(Err(failure)) => outcome.failures.push(failure),
-            Err(join) => outcome.failures.push(join.to_string()),
-        }
-    }
-    outcome.elapsed = warm_until.elapsed();
-    outcome
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1000.0
 }
 
 fn tool(name: &str, arguments: Value) -> Request {
@@ -295,10 +230,7 @@ fn main() {
         PAGES + 7,
         std::thread::available_parallelism().map_or(0, usize::from),
     );
-    println!(
-        "\n{:<36} {:>9} {:>10} {:>9} {:>9} {:>9}",
-        "scenario", "requests", "req/s", "p50 ms", "p99 ms", "max ms"
-    );
+    print_header();
     let mut failed = false;
     clients.block_on(async {
         let client = reqwest::Client::builder()
@@ -307,25 +239,13 @@ fn main() {
             .build()
             .unwrap();
         for scenario in &scenarios {
-            let mut outcome = run(&client, &base, &scenario.request, concurrency, duration).await;
-            outcome.latencies.sort_unstable();
-            let count = outcome.latencies.len();
-            println!(
-                "{:<36} {:>9} {:>10.0} {:>9.2} {:>9.2} {:>9.2}",
-                scenario.name,
-                count,
-                count as f64 / outcome.elapsed.as_secs_f64(),
-                percentile(&outcome.latencies, 50.0),
-                percentile(&outcome.latencies, 99.0),
-                percentile(&outcome.latencies, 100.0),
-            );
-            if let Some(first) = outcome.failures.first() {
-                eprintln!(
-                    "  {} of {concurrency} clients failed; first failure: {first}",
-                    outcome.failures.len()
-                );
-                failed = true;
-            }
+            let (client, base, request) = (client.clone(), base.clone(), scenario.request.clone());
+            let outcome = load::run(concurrency, duration, move || {
+                let (client, base, request) = (client.clone(), base.clone(), request.clone());
+                async move { send(&client, &base, &request).await }
+            })
+            .await;
+            failed |= print_row(scenario.name, &outcome, concurrency).1;
         }
     });
     shutdown.cancel();

@@ -17,7 +17,7 @@ use acdm_journal::{Change, JournalError, Record, Stage};
 use bytes::Bytes;
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::{World, abs, by_agent};
+use super::{Files, World, abs, by_agent};
 
 fn at(text: &str) -> DateTime<Utc> {
     text.parse().unwrap()
@@ -312,6 +312,15 @@ fn change(op: Op, seed: &Seed) -> Change {
 
 #[tokio::test]
 async fn a_business_write_crashed_at_any_stage_is_whole_or_absent_with_one_event() {
+    crash_matrix(Files::Local).await;
+}
+
+#[tokio::test]
+async fn over_webdav_a_business_write_crashed_at_any_stage_is_whole_or_absent() {
+    crash_matrix(Files::WebDav).await;
+}
+
+async fn crash_matrix(files: Files) {
     for op in OPS {
         for stage in [
             None,
@@ -319,7 +328,9 @@ async fn a_business_write_crashed_at_any_stage_is_whole_or_absent_with_one_event
             Some(Stage::AfterKeep),
             Some(Stage::AfterUpstream),
         ] {
-            let world = World::new().await;
+            let Some(world) = World::on(files).await else {
+                return;
+            };
             let seed = seed(&world).await;
             let files_before = world.snapshot();
             let rows_before = rows(&world, false).await;
@@ -345,7 +356,9 @@ async fn a_business_write_crashed_at_any_stage_is_whole_or_absent_with_one_event
             let events = world.events().await;
             let new: Vec<_> = events.iter().filter(|e| !seen.contains(&e.id)).collect();
             assert_eq!(new.len(), 1, "{op:?} at {stage:?}: one event");
-            let event = new[0];
+            let [event] = new.as_slice() else {
+                panic!("{op:?} at {stage:?}: {} new events", new.len());
+            };
             assert_ne!(event.status, EventStatus::Pending, "{op:?} at {stage:?}");
             let files_after = super::without_new_folders(world.snapshot(), &files_before);
             match event.status {

@@ -35,6 +35,16 @@ struct World {
     disk: PathBuf,
     armed: Arc<Mutex<Option<Stage>>>,
     _dir: tempfile::TempDir,
+    _dav: Option<acdm_test_support::Wsgidav>,
+}
+
+/// Which file store a world's journal writes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Files {
+    /// The local folder store.
+    Local,
+    /// A real WebDAV server (wsgidav) through the Nextcloud file store.
+    WebDav,
 }
 
 fn abs(path: &str) -> AbsPath {
@@ -52,6 +62,28 @@ fn by_agent<'a>(project: &'a ProjectRef, target: &str) -> Record<'a> {
     }
 }
 
+/// The Nextcloud file store over a wsgidav server.
+fn webdav(server: &acdm_test_support::Wsgidav) -> acdm_sources::nextcloud::NextcloudFiles {
+    let http = acdm_sources::http::HttpClient::new(acdm_sources::http::HttpSettings {
+        connect_timeout: std::time::Duration::from_secs(2),
+        read_timeout: std::time::Duration::from_secs(10),
+        timeout: std::time::Duration::from_secs(20),
+        retries: 1,
+        backoff: std::time::Duration::from_millis(50),
+        max_retry_after: std::time::Duration::from_secs(2),
+        user_agent: "acdm-journal-tests".to_owned(),
+    })
+    .unwrap();
+    let config = acdm_sources::nextcloud::NextcloudConfig {
+        url: url::Url::parse(&server.url()).unwrap(),
+        user: acdm_test_support::DAV_USER.to_owned(),
+        app_password: Some(secrecy::SecretString::from(
+            acdm_test_support::DAV_PASSWORD.to_owned(),
+        )),
+    };
+    acdm_sources::nextcloud::NextcloudFiles::new(config, http).unwrap()
+}
+
 fn agent() -> Actor {
     Actor::via_agent(&Identity::new(
         UserId::parse("u-1").unwrap(),
@@ -62,6 +94,19 @@ fn agent() -> Actor {
 
 impl World {
     async fn new() -> Self {
+        Self::on(Files::Local)
+            .await
+            .unwrap_or_else(|| unreachable!("the local store is always there"))
+    }
+
+    /// A world over `files`; `None` when that is WebDAV and wsgidav is not
+    /// installed (and not required: `ACDM_REQUIRE_WEBDAV=1` makes its
+    /// absence a failure).
+    async fn on(files: Files) -> Option<Self> {
+        let dav = match files {
+            Files::Local => None,
+            Files::WebDav => Some(acdm_test_support::Wsgidav::start().await?),
+        };
         let dir = tempfile::tempdir().unwrap();
         let config = DatabaseConfig::new(DatabaseTarget::Sqlite {
             path: dir.path().join("acdm.sqlite3"),
@@ -77,12 +122,18 @@ impl World {
             )
             .await
             .unwrap();
-        let disk = dir.path().join("files");
+        let disk = match &dav {
+            Some(server) => server.root.clone(),
+            None => dir.path().join("files"),
+        };
         std::fs::create_dir_all(disk.join("Projects/Alpha/docs")).unwrap();
         std::fs::write(disk.join("Projects/Alpha/docs/plan.md"), b"plan v1\n").unwrap();
         std::fs::write(disk.join("Projects/Alpha/docs/budget.csv"), b"a,b\n1,2\n").unwrap();
         std::fs::write(disk.join("Projects/Alpha/notes.md"), "notes é\n").unwrap();
-        let files: Arc<dyn FileWriter> = Arc::new(LocalFileStore::open(&disk).unwrap());
+        let files: Arc<dyn FileWriter> = match &dav {
+            Some(server) => Arc::new(webdav(server)),
+            None => Arc::new(LocalFileStore::open(&disk).unwrap()),
+        };
         let armed: Arc<Mutex<Option<Stage>>> = Arc::default();
         let hook = armed.clone();
         let journal =
@@ -95,14 +146,15 @@ impl World {
                     false
                 }
             }));
-        Self {
+        Some(Self {
             journal,
             store,
             project: details.project.to_ref(),
             disk,
             armed,
             _dir: dir,
-        }
+            _dav: dav,
+        })
     }
 
     /// Every file and folder of the project, with file contents.

@@ -1,0 +1,327 @@
+//! `cargo xtask bench bff`: Agent Tools BFF throughput and latency through
+//! the whole service (gate, identity, scope, role, handler, database, local
+//! file store) over loopback keep-alive connections at a fixed concurrency:
+//! nc `read` of a small file and `list_mounts` beside the business reads
+//! (`list_meetings`, `get_meeting` with two files, `list_calendar`), and
+//! the ratio of `get_meeting` to the nc read (the target: ≤ 2× its time,
+//! i.e. at least half its throughput).
+//!
+//! The project: 50 meetings over the next weeks (one with two attachments),
+//! 8 milestones, seeded through the journal as an agent would. On the
+//! embedded SQLite database by default; `ACDM_BENCH_DATABASE_URL=postgres://…`
+//! runs it on PostgreSQL (the bench adds its own project, named per run).
+//! Knobs: `ACDM_BENCH_CONCURRENCY` (16), `ACDM_BENCH_SECONDS` (5).
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::disallowed_methods,
+    reason = "a benchmark program over plain loopback HTTP that reports what it measured"
+)]
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use acdm_backend::app::Application;
+use acdm_backend::config::Config;
+use acdm_core::business::{
+    FileId, Meeting, MeetingFile, MeetingId, Milestone, MilestoneStatus, RowImage,
+};
+use acdm_core::domain::MemberRole;
+use acdm_core::events::{Actor, EventOp};
+use acdm_core::{AbsPath, AgentName, ProjectName, ProjectSlug, UserId};
+use acdm_journal::{Change, Record};
+use bytes::Bytes;
+use chrono::{TimeDelta, Utc};
+use load::{WARM_UP, env_number, print_header, print_row};
+use serde_json::{Value, json};
+
+mod load;
+
+const TOKEN: &str = "svc-bench-0123456789abcdef0123456789abcdef";
+const SERVER_THREADS: usize = 2;
+const MEETINGS: i64 = 50;
+
+/// Seeds one project and returns (agent name, a meeting with files).
+async fn seed(app: &Application, run: &str) -> (String, MeetingId) {
+    let state = app.state();
+    let slug = ProjectSlug::parse(&format!("bench-{run}")).unwrap();
+    let name = ProjectName::parse(&format!("Bench {run}")).unwrap();
+    let details = state
+        .store
+        .create_project(&slug, &name, &AbsPath::parse("/Projects").unwrap())
+        .await
+        .unwrap();
+    let project = details.project.to_ref();
+    let user = UserId::parse("u-bench").unwrap();
+    state
+        .store
+        .set_member(&slug, &user, MemberRole::Member)
+        .await
+        .unwrap();
+    let agent = format!("bench-agent-{run}");
+    state
+        .store
+        .mount_agent(&AgentName::parse(&agent).unwrap(), &slug)
+        .await
+        .unwrap();
+    let actor = Actor::direct(user.clone());
+    let record = |target: &str| Record {
+        actor: &actor,
+        project: &project,
+        target: target.to_owned(),
+        params: json!({}),
+    };
+    let folder = AbsPath::parse("/Projects").unwrap().child(&name);
+    state
+        .journal
+        .write(
+            record("project:/notes/small.md"),
+            &folder.join(&acdm_core::RelPath::parse("notes/small.md").unwrap()),
+            Bytes::from(vec![b'x'; 2048]),
+            None,
+        )
+        .await
+        .unwrap();
+    let now = Utc::now();
+    let mut first = None;
+    for n in 0..MEETINGS {
+        let starts_at = now + TimeDelta::hours(6 * n + 1);
+        let meeting = Meeting {
+            meeting_id: MeetingId::new_random(),
+            title: format!("Meeting {n}"),
+            starts_at,
+            ends_at: starts_at + TimeDelta::hours(1),
+            location: Some("Room 1".into()),
+            agenda: Some("1. status\n2. risks\n3. next steps".into()),
+            notes: None,
+            attendees: vec![user.clone()],
+            version: 1,
+            created_by: Some(user.clone()),
+            created_at: now,
+            updated_by: Some(user.clone()),
+            updated_at: now,
+        };
+        state
+            .journal
+            .change(
+                record("meeting"),
+                Change {
+                    op: EventOp::CreateMeeting,
+                    remove: vec![],
+                    create: None,
+                    rows: vec![(None, Some(RowImage::Meeting(meeting.clone())))],
+                },
+            )
+            .await
+            .unwrap();
+        first.get_or_insert(meeting.meeting_id);
+    }
+    let with_files = first.unwrap();
+    for file in ["minutes.md", "slides.md"] {
+        let rel_path = format!("meetings/{with_files}/{file}");
+        let row = MeetingFile {
+            file_id: FileId::new_random(),
+            meeting_id: with_files,
+            mount: "project".into(),
+            rel_path: rel_path.clone(),
+            name: file.into(),
+            size: 1024,
+            etag: None,
+            content_type: Some("text/markdown".into()),
+            added_by: Some(user.clone()),
+            added_at: now,
+            missing: false,
+        };
+        state
+            .journal
+            .change(
+                record("attach"),
+                Change {
+                    op: EventOp::AttachMeetingFile,
+                    remove: vec![],
+                    create: Some((
+                        folder.join(&acdm_core::RelPath::parse(&rel_path).unwrap()),
+                        Bytes::from(vec![b'm'; 1024]),
+                    )),
+                    rows: vec![(None, Some(RowImage::MeetingFile(row)))],
+                },
+            )
+            .await
+            .unwrap();
+    }
+    for seq in 1..=8u32 {
+        let milestone = Milestone {
+            seq,
+            title: format!("Milestone {seq}"),
+            due_date: Some((now + TimeDelta::weeks(i64::from(seq))).date_naive()),
+            status: match seq {
+                1 => MilestoneStatus::Done,
+                2 => MilestoneStatus::Current,
+                _ => MilestoneStatus::Planned,
+            },
+            acceptance_criteria: vec!["accepted by the client".into()],
+            closed_at: None,
+            closed_by: None,
+        };
+        state
+            .journal
+            .change(
+                record("milestone"),
+                Change {
+                    op: EventOp::SetMilestone,
+                    remove: vec![],
+                    create: None,
+                    rows: vec![(None, Some(RowImage::Milestone(milestone)))],
+                },
+            )
+            .await
+            .unwrap();
+    }
+    (agent, with_files)
+}
+
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    agent: &str,
+    body: &Value,
+) -> Result<(), String> {
+    let response = client
+        .post(url)
+        .header("x-acdm-service-auth", TOKEN)
+        .header("x-acdm-user-id", "u-bench")
+        .header("x-acdm-agent-name", agent)
+        .header("x-acdm-thread-id", "t-bench")
+        .json(body)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    let bytes = response.bytes().await.map_err(|e| e.to_string())?;
+    if status != 200 {
+        return Err(format!(
+            "HTTP {status}: {}",
+            String::from_utf8_lossy(&bytes)
+        ));
+    }
+    Ok(())
+}
+
+fn main() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let concurrency = usize::try_from(env_number("ACDM_BENCH_CONCURRENCY", 16)).unwrap();
+    let seconds = env_number("ACDM_BENCH_SECONDS", 5);
+    let duration = Duration::from_secs(seconds);
+    let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut env: Vec<(OsString, OsString)> = vec![
+        ("ACDM_LISTEN_ADDR".into(), "127.0.0.1:0".into()),
+        ("ACDM_DATA_DIR".into(), dir.path().as_os_str().to_owned()),
+        ("ACDM_MCP_SERVICE_TOKEN".into(), TOKEN.into()),
+    ];
+    let database = match std::env::var("ACDM_BENCH_DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => {
+            env.push(("DATABASE_URL".into(), url.into()));
+            "PostgreSQL"
+        }
+        _ => "SQLite",
+    };
+    let config = Config::load_from(None, env).expect("bench configuration");
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(SERVER_THREADS)
+        .thread_name("server")
+        .enable_all()
+        .build()
+        .unwrap();
+    let (app, agent, meeting) = server.block_on(async {
+        let app = Application::build(&config).await.unwrap();
+        let (agent, meeting) = seed(&app, &run_id).await;
+        (app, agent, meeting)
+    });
+    let base = format!("http://{}", app.local_addr().unwrap());
+    let shutdown = app.shutdown_token();
+    let served = server.spawn(app.run_until_stopped());
+
+    let now = Utc::now();
+    let scenarios: Vec<(&str, &str, Value)> = vec![
+        ("nc/list_mounts", "nc/list_mounts", json!({})),
+        (
+            "nc/read 2 KiB",
+            "nc/read",
+            json!({"rel_path": "notes/small.md"}),
+        ),
+        (
+            "business/list_meetings (20)",
+            "business/list_meetings",
+            json!({}),
+        ),
+        (
+            "business/get_meeting (2 files)",
+            "business/get_meeting",
+            json!({"meeting_id": meeting}),
+        ),
+        (
+            "business/list_calendar (14 days)",
+            "business/list_calendar",
+            json!({"from": now.to_rfc3339(), "to": (now + TimeDelta::days(14)).to_rfc3339()}),
+        ),
+    ];
+    let clients = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("client")
+        .enable_all()
+        .build()
+        .unwrap();
+    println!(
+        "BFF bench: {concurrency} concurrent keep-alive clients, {seconds} s per scenario after a {} s warm-up; \
+         {MEETINGS} meetings, 8 milestones; local files, {database}; server runtime {SERVER_THREADS} workers, {} cores",
+        WARM_UP.as_secs(),
+        std::thread::available_parallelism().map_or(0, usize::from),
+    );
+    print_header();
+    let mut failed = false;
+    let mut rates = Vec::new();
+    clients.block_on(async {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(concurrency)
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        for (name, op, body) in &scenarios {
+            let url = format!("{base}/agent-tools/{op}");
+            let (client, agent, body) = (client.clone(), agent.clone(), body.clone());
+            let outcome = load::run(concurrency, duration, move || {
+                let (client, url, agent, body) =
+                    (client.clone(), url.clone(), agent.clone(), body.clone());
+                async move { post(&client, &url, &agent, &body).await }
+            })
+            .await;
+            let (rate, bad) = print_row(name, &outcome, concurrency);
+            failed |= bad;
+            rates.push((*name, rate));
+        }
+    });
+    let rate = |name: &str| {
+        rates
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(f64::NAN, |(_, r)| *r)
+    };
+    let ratio = rate("business/get_meeting (2 files)") / rate("nc/read 2 KiB");
+    println!(
+        "\nget_meeting / nc read throughput: {ratio:.2} (target ≥ 0.50, i.e. get_meeting within 2× of a small nc read)"
+    );
+    shutdown.cancel();
+    server.block_on(async {
+        let _ = tokio::time::timeout(Duration::from_secs(10), served).await;
+    });
+    if failed {
+        std::process::exit(1);
+    }
+}
