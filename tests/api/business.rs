@@ -762,3 +762,97 @@ async fn the_role_matrix_holds_for_every_operation() {
         env.stop().await;
     }
 }
+
+#[tokio::test]
+async fn the_calendar_merges_meetings_and_milestone_due_dates_by_time() {
+    let Some(env) = NcEnv::start().await else {
+        return;
+    };
+    let later = meeting(&env, "Later", 5).await;
+    let sooner = meeting(&env, "Sooner", 1).await;
+    meeting(&env, "Outside the window", 40).await;
+    // A milestone due in 3 days, seeded as an operator would.
+    let state = &env.app.state;
+    let project = state
+        .store
+        .project(&acdm_core::ProjectSlug::parse("alpha").unwrap())
+        .await
+        .unwrap()
+        .project
+        .to_ref();
+    let operator = Actor::direct(UserId::parse("op-1").unwrap());
+    let due = (Utc::now() + TimeDelta::days(3)).date_naive();
+    state
+        .journal
+        .change(
+            Record {
+                actor: &operator,
+                project: &project,
+                target: "milestone:1".into(),
+                params: json!({}),
+            },
+            Change {
+                op: EventOp::SetMilestone,
+                remove: vec![],
+                create: None,
+                rows: vec![(
+                    None,
+                    Some(RowImage::Milestone(acdm_core::business::Milestone {
+                        seq: 1,
+                        title: "Design frozen".into(),
+                        due_date: Some(due),
+                        status: acdm_core::business::MilestoneStatus::Current,
+                        acceptance_criteria: vec!["signed off".into()],
+                        closed_at: None,
+                        closed_by: None,
+                    })),
+                )],
+            },
+        )
+        .await
+        .unwrap();
+    let (status, calendar) = biz(
+        &env,
+        "list_calendar",
+        json!({"from": in_days(0, 0), "to": in_days(14, 0)}),
+    )
+    .await;
+    assert_eq!(status, 200, "{calendar}");
+    let entries: Vec<(Value, Value)> = calendar["data"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["kind"].clone(), e["title"].clone()))
+        .collect();
+    assert_eq!(
+        entries,
+        vec![
+            (json!("meeting"), json!("Sooner")),
+            (json!("milestone_due"), json!("Design frozen")),
+            (json!("meeting"), json!("Later")),
+        ]
+    );
+    assert_eq!(
+        calendar["data"]["items"][0]["meeting_id"],
+        sooner["meeting_id"]
+    );
+    assert_eq!(
+        calendar["data"]["items"][2]["meeting_id"],
+        later["meeting_id"]
+    );
+    assert_eq!(calendar["data"]["items"][1]["milestone_seq"], 1);
+    assert_eq!(calendar["data"]["total_count"], 3);
+    for body in [
+        json!({"from": in_days(0, 0), "to": in_days(367, 0)}),
+        json!({"from": in_days(2, 0), "to": in_days(1, 0)}),
+        json!({"from": in_days(0, 0)}),
+    ] {
+        let (status, refused) = biz(&env, "list_calendar", body.clone()).await;
+        assert_eq!(
+            (status, code(&refused)),
+            (422, "validation_error"),
+            "{body}: {refused}"
+        );
+    }
+    env.stop().await;
+}
