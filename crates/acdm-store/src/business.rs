@@ -994,10 +994,12 @@ impl Store {
             .await?;
             (rows, total)
         });
+        let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+        let mut attendees = self.attendees_of(&ids).await?;
         let mut items = Vec::with_capacity(rows.len());
         for row in rows {
-            let attendees = self.attendees(&row.id).await?;
-            items.push(row.into_domain(attendees)?);
+            let of_this = attendees.remove(&row.id).unwrap_or_default();
+            items.push(row.into_domain(of_this)?);
         }
         let next = page_end(&mut items, limit, |m| cursor_of(m.starts_at, m.meeting_id));
         Ok(Page {
@@ -1007,16 +1009,35 @@ impl Store {
         })
     }
 
-    async fn attendees(&self, meeting: &str) -> Result<Vec<UserId>, StoreError> {
-        let ids: Vec<String> = with_pool!(&self.pool, p => sqlx::query_scalar(
-            "SELECT user_id FROM meeting_attendees WHERE meeting_id = $1 ORDER BY position",
-        )
-        .bind(meeting)
-        .fetch_all(p)
-        .await?);
-        ids.iter()
-            .map(|id| UserId::parse(id).map_err(|e| corrupt("meeting_attendees", e)))
-            .collect()
+    /// The attendees of each of `meetings`, in one query (not one per
+    /// meeting), each list in the order given.
+    async fn attendees_of(
+        &self,
+        meetings: &[&str],
+    ) -> Result<std::collections::HashMap<String, Vec<UserId>>, StoreError> {
+        let mut found: std::collections::HashMap<String, Vec<UserId>> =
+            std::collections::HashMap::new();
+        if meetings.is_empty() {
+            return Ok(found);
+        }
+        let placeholders: Vec<String> = (1..=meetings.len()).map(|n| format!("${n}")).collect();
+        let sql = format!(
+            "SELECT meeting_id, user_id FROM meeting_attendees WHERE meeting_id IN ({}) \
+             ORDER BY meeting_id, position",
+            placeholders.join(", ")
+        );
+        let rows: Vec<(String, String)> = with_pool!(&self.pool, p => {
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()));
+            for id in meetings {
+                query = query.bind(*id);
+            }
+            query.fetch_all(p).await?
+        });
+        for (meeting, user) in rows {
+            let user = UserId::parse(&user).map_err(|e| corrupt("meeting_attendees", e))?;
+            found.entry(meeting).or_default().push(user);
+        }
+        Ok(found)
     }
 
     /// A meeting's files, oldest first.
