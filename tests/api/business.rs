@@ -41,7 +41,7 @@ fn in_days(days: i64, hour: u32) -> String {
     day.and_hms_opt(hour, 0, 0).unwrap().and_utc().to_rfc3339()
 }
 
-async fn add_member(env: &NcEnv, project: &str, user: &str, role: &str) {
+pub(crate) async fn add_member(env: &NcEnv, project: &str, user: &str, role: &str) {
     let (status, body) = env
         .admin(
             "POST",
@@ -65,7 +65,12 @@ async fn meeting(env: &NcEnv, title: &str, day: i64) -> Value {
 }
 
 /// A report in `status`, seeded as an operator would (through the journal).
-async fn seed_report(env: &NcEnv, project: &str, title: &str, status: ReportStatus) -> ReportId {
+pub(crate) async fn seed_report(
+    env: &NcEnv,
+    project: &str,
+    title: &str,
+    status: ReportStatus,
+) -> ReportId {
     let state = &env.app.state;
     let details = state
         .store

@@ -12,6 +12,7 @@
 
 mod admin;
 mod business;
+mod business_typed;
 mod cli;
 mod connections;
 mod dav;

@@ -1,11 +1,14 @@
 //! The command line: where the backend is, who is calling, how to print,
-//! and one subcommand per nc operation (spec §6.1). The service token is
+//! and one subcommand per nc operation (spec §6.1) and per business
+//! operation (spec §6.2). The service token is
 //! deliberately not an option — command lines show in `ps` — and is read
 //! from `ACDM_MCP_SERVICE_TOKEN` only.
 
 use std::path::PathBuf;
 
+use acdm_core::business::{FileId, MeetingId, ReportId, ReportStatus};
 use acdm_harness_client::{ClientConfig, DEFAULT_BACKEND_URL, DEFAULT_TIMEOUT};
+use chrono::{DateTime, FixedOffset};
 use clap::{Args, Parser, Subcommand};
 
 /// The environment variable the service token is read from.
@@ -79,6 +82,11 @@ pub(crate) enum Command {
     /// The file primitives: POST /agent-tools/nc/{op}.
     #[command(subcommand)]
     Nc(NcCommand),
+    /// Meetings, their files, the calendar, reports, members, project meta:
+    /// POST /agent-tools/business/{op}. Times are RFC 3339 with an offset
+    /// (`2026-12-01T09:00:00+01:00` or `…Z`).
+    #[command(subcommand)]
+    Business(BusinessCommand),
 }
 
 /// The seven nc operations.
@@ -149,6 +157,181 @@ pub(crate) enum NcCommand {
     },
 }
 
+/// The fourteen business operations.
+#[derive(Debug, Subcommand)]
+pub(crate) enum BusinessCommand {
+    /// Meetings starting in a window, by start (default: from now, 30 days).
+    ListMeetings {
+        /// Meetings starting at or after this time (default: now).
+        #[arg(long, value_name = "TIME")]
+        from: Option<DateTime<FixedOffset>>,
+        /// Meetings starting before this time (default: --from + 30 days).
+        #[arg(long, value_name = "TIME")]
+        to: Option<DateTime<FixedOffset>>,
+        #[command(flatten)]
+        page: PageArgs,
+    },
+    /// One meeting with its files.
+    GetMeeting {
+        /// The meeting's id.
+        #[arg(value_name = "MEETING_ID")]
+        meeting_id: MeetingId,
+    },
+    /// Create a meeting (recorded, revertible).
+    CreateMeeting {
+        /// 1-200 characters, one line.
+        #[arg(long, value_name = "TEXT")]
+        title: String,
+        /// When it starts.
+        #[arg(long, value_name = "TIME")]
+        starts_at: DateTime<FixedOffset>,
+        /// When it ends (after the start, at most 24 hours later).
+        #[arg(long, value_name = "TIME")]
+        ends_at: DateTime<FixedOffset>,
+        #[command(flatten)]
+        fields: MeetingFields,
+        /// An attendee's user id (a project member); repeat for several.
+        #[arg(long = "attendee", value_name = "USER_ID")]
+        attendees: Vec<String>,
+    },
+    /// Change a meeting: only the fields given change; an empty --location,
+    /// --agenda or --notes clears it.
+    UpdateMeeting {
+        /// The meeting's id.
+        #[arg(value_name = "MEETING_ID")]
+        meeting_id: MeetingId,
+        /// The version you read; a stale one is a `conflict` naming the
+        /// current version.
+        #[arg(long, value_name = "N")]
+        if_version: i64,
+        /// New title.
+        #[arg(long, value_name = "TEXT")]
+        title: Option<String>,
+        /// New start.
+        #[arg(long, value_name = "TIME")]
+        starts_at: Option<DateTime<FixedOffset>>,
+        /// New end.
+        #[arg(long, value_name = "TIME")]
+        ends_at: Option<DateTime<FixedOffset>>,
+        #[command(flatten)]
+        fields: MeetingFields,
+        /// The whole new list of attendees, one --attendee per user id.
+        #[arg(
+            long = "attendee",
+            value_name = "USER_ID",
+            conflicts_with = "no_attendees"
+        )]
+        attendees: Vec<String>,
+        /// Remove every attendee.
+        #[arg(long)]
+        no_attendees: bool,
+    },
+    /// Delete a meeting with its files (kept in the trash); a dry run
+    /// unless --yes.
+    DeleteMeeting {
+        /// The meeting's id.
+        #[arg(value_name = "MEETING_ID")]
+        meeting_id: MeetingId,
+        /// Really delete; without it the server only reports what would go.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// A meeting's files.
+    ListMeetingFiles {
+        /// The meeting's id.
+        #[arg(value_name = "MEETING_ID")]
+        meeting_id: MeetingId,
+    },
+    /// Write a file under the meeting's folder and register it.
+    AttachMeetingFile {
+        /// The meeting's id.
+        #[arg(value_name = "MEETING_ID")]
+        meeting_id: MeetingId,
+        /// The file's name (one name, no folders), e.g. `minutes.md`.
+        #[arg(value_name = "NAME")]
+        name: String,
+        #[command(flatten)]
+        content: ContentArgs,
+    },
+    /// Remove a meeting's file (kept in the trash) and its registration.
+    DeleteMeetingFile {
+        /// The meeting's id.
+        #[arg(value_name = "MEETING_ID")]
+        meeting_id: MeetingId,
+        /// The file's id (from get-meeting or list-meeting-files).
+        #[arg(value_name = "FILE_ID")]
+        file_id: FileId,
+    },
+    /// Meetings and milestone due dates in a window (at most 366 days).
+    ListCalendar {
+        /// Start of the window (inclusive).
+        #[arg(long, value_name = "TIME")]
+        from: DateTime<FixedOffset>,
+        /// End of the window (exclusive).
+        #[arg(long, value_name = "TIME")]
+        to: DateTime<FixedOffset>,
+    },
+    /// Reports, newest first.
+    ListReports {
+        /// Only reports in this status (draft, submitted, approved, rejected).
+        #[arg(long, value_name = "STATUS")]
+        status: Option<ReportStatus>,
+        #[command(flatten)]
+        page: PageArgs,
+    },
+    /// One report with its history.
+    GetReport {
+        /// The report's id.
+        #[arg(value_name = "REPORT_ID")]
+        report_id: ReportId,
+    },
+    /// Move a report along its approval flow: draft→submitted,
+    /// submitted→approved or rejected, rejected→draft.
+    UpdateReportStatus {
+        /// The report's id.
+        #[arg(value_name = "REPORT_ID")]
+        report_id: ReportId,
+        /// The new status.
+        #[arg(value_name = "STATUS")]
+        to: ReportStatus,
+        /// Why (required for `rejected`).
+        #[arg(long, value_name = "TEXT")]
+        comment: Option<String>,
+        /// The version you read; a stale one is a `conflict`.
+        #[arg(long, value_name = "N")]
+        if_version: Option<i64>,
+    },
+    /// The project's members.
+    ListMembers,
+    /// The project's meta.
+    GetProjectMeta,
+}
+
+/// The optional text fields of a meeting.
+#[derive(Debug, Args)]
+pub(crate) struct MeetingFields {
+    /// Where (a room, a link).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) location: Option<String>,
+    /// What will be discussed (markdown).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) agenda: Option<String>,
+    /// Notes (markdown).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) notes: Option<String>,
+}
+
+/// `--limit` and `--cursor`, shared by the paged lists.
+#[derive(Debug, Args)]
+pub(crate) struct PageArgs {
+    /// Page size (the server allows 1-100, default 20).
+    #[arg(long, value_name = "N")]
+    pub(crate) limit: Option<u32>,
+    /// `next_cursor` of the previous page, as printed.
+    #[arg(long, value_name = "CURSOR")]
+    pub(crate) cursor: Option<String>,
+}
+
 /// `--mount`, shared by the operations on one mount.
 #[derive(Debug, Args)]
 pub(crate) struct MountArg {
@@ -163,6 +346,18 @@ pub(crate) struct WriteArgs {
     /// The file, relative to the mount root.
     #[arg(value_name = "REL_PATH")]
     pub(crate) rel_path: String,
+    #[command(flatten)]
+    pub(crate) content: ContentArgs,
+    /// Only overwrite when the file still has this etag (else `conflict`).
+    #[arg(long, value_name = "ETAG")]
+    pub(crate) if_match: Option<String>,
+    #[command(flatten)]
+    pub(crate) mount: MountArg,
+}
+
+/// Where a file's content comes from: --content, --from-file or stdin.
+#[derive(Debug, Args)]
+pub(crate) struct ContentArgs {
     /// The content, as text (default: --from-file, else stdin).
     #[arg(long, value_name = "TEXT", conflicts_with = "from_file")]
     pub(crate) content: Option<String>,
@@ -173,11 +368,6 @@ pub(crate) struct WriteArgs {
     /// files; without it they must be UTF-8 text.
     #[arg(long, conflicts_with = "content")]
     pub(crate) base64: bool,
-    /// Only overwrite when the file still has this etag (else `conflict`).
-    #[arg(long, value_name = "ETAG")]
-    pub(crate) if_match: Option<String>,
-    #[command(flatten)]
-    pub(crate) mount: MountArg,
 }
 
 /// `--url` must be an http(s) URL with a host (what the client accepts).

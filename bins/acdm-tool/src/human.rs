@@ -1,8 +1,11 @@
 //! `--human`: a ToolResponse as text for a terminal. One line with the code
-//! and the message, then the data (a table for folder listings and search
-//! hits, the content of a read, `key: value` lines otherwise), then the
+//! and the message, then the data (a table for folder listings, search
+//! hits and the business lists (`business.rs`), the content of a read,
+//! `key: value` lines otherwise), then the
 //! suggested action. Text from the server is printed with control
 //! characters escaped, so a file name or a file cannot drive the terminal.
+
+mod business;
 
 use std::fmt::Write as _;
 

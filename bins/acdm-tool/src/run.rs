@@ -1,6 +1,7 @@
 //! What a command does: read the content to write, check the identity,
-//! build the typed request of `acdm_core::nc`, call the harness client as
-//! that identity and print the ToolResponse it returns.
+//! build the typed request of `acdm_core::nc` or
+//! `acdm_core::business::wire`, call the harness client as that identity
+//! and print the ToolResponse it returns.
 //!
 //! Nothing is sent when the identity is incomplete (a ToolResponse
 //! `internal_error` naming the option and variable) or when the token is
@@ -13,6 +14,11 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use acdm_core::business::wire::{
+    AttachMeetingFileRequest, CreateMeetingRequest, DeleteMeetingData, DeleteMeetingFileRequest,
+    DeleteMeetingRequest, ListCalendarRequest, ListMeetingsRequest, ListReportsRequest,
+    MeetingRequest, ReportRequest, UpdateMeetingRequest, UpdateReportStatusRequest,
+};
 use acdm_core::identity::headers;
 use acdm_core::nc::{
     DeleteData, DeleteRequest, Encoding, ListRequest, MoveRequest, ReadRequest, SearchRequest,
@@ -26,7 +32,7 @@ use clap::error::ErrorKind;
 use secrecy::SecretString;
 use serde::Serialize;
 
-use crate::cli::{Cli, Command, NcCommand, TOKEN_ENV, WriteArgs};
+use crate::cli::{BusinessCommand, Cli, Command, ContentArgs, NcCommand, TOKEN_ENV, WriteArgs};
 use crate::human::{self, Human};
 
 /// One typed call, ready to send.
@@ -38,12 +44,29 @@ enum Call {
     Write(WriteRequest),
     Delete(DeleteRequest),
     Move(MoveRequest),
+    ListMeetings(ListMeetingsRequest),
+    GetMeeting(MeetingRequest),
+    CreateMeeting(CreateMeetingRequest),
+    UpdateMeeting(UpdateMeetingRequest),
+    DeleteMeeting(DeleteMeetingRequest),
+    ListMeetingFiles(MeetingRequest),
+    AttachMeetingFile(AttachMeetingFileRequest),
+    DeleteMeetingFile(DeleteMeetingFileRequest),
+    ListCalendar(ListCalendarRequest),
+    ListReports(ListReportsRequest),
+    GetReport(ReportRequest),
+    UpdateReportStatus(UpdateReportStatusRequest),
+    ListMembers,
+    GetProjectMeta,
 }
 
 /// Runs the command and returns the process's exit status.
 pub(crate) async fn run(cli: Cli) -> ExitCode {
-    let Command::Nc(nc) = cli.command;
-    let call = match call(nc) {
+    let call = match cli.command {
+        Command::Nc(nc) => call(nc),
+        Command::Business(business) => business_call(business),
+    };
+    let call = match call {
         Ok(call) => call,
         Err(problem) => return usage_error(&problem),
     };
@@ -73,6 +96,23 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
         Call::Write(request) => emit(&client.nc_write(&request).await, human),
         Call::Delete(request) => emit(&confirm_with_yes(client.nc_delete(&request).await), human),
         Call::Move(request) => emit(&client.nc_move(&request).await, human),
+        Call::ListMeetings(r) => emit(&client.business_list_meetings(&r).await, human),
+        Call::GetMeeting(r) => emit(&client.business_get_meeting(&r).await, human),
+        Call::CreateMeeting(r) => emit(&client.business_create_meeting(&r).await, human),
+        Call::UpdateMeeting(r) => emit(&client.business_update_meeting(&r).await, human),
+        Call::DeleteMeeting(r) => emit(
+            &confirm_meeting_delete_with_yes(client.business_delete_meeting(&r).await),
+            human,
+        ),
+        Call::ListMeetingFiles(r) => emit(&client.business_list_meeting_files(&r).await, human),
+        Call::AttachMeetingFile(r) => emit(&client.business_attach_meeting_file(&r).await, human),
+        Call::DeleteMeetingFile(r) => emit(&client.business_delete_meeting_file(&r).await, human),
+        Call::ListCalendar(r) => emit(&client.business_list_calendar(&r).await, human),
+        Call::ListReports(r) => emit(&client.business_list_reports(&r).await, human),
+        Call::GetReport(r) => emit(&client.business_get_report(&r).await, human),
+        Call::UpdateReportStatus(r) => emit(&client.business_update_report_status(&r).await, human),
+        Call::ListMembers => emit(&client.business_list_members().await, human),
+        Call::GetProjectMeta => emit(&client.business_get_project_meta().await, human),
     }
 }
 
@@ -87,6 +127,123 @@ fn confirm_with_yes(response: ToolResponse<DeleteData>) -> ToolResponse<DeleteDa
     } else {
         response
     }
+}
+
+/// The same for `business delete-meeting`: the preview's suggested action
+/// names `--yes`, the server's `dry_run: false` does not apply here.
+fn confirm_meeting_delete_with_yes(
+    response: ToolResponse<DeleteMeetingData>,
+) -> ToolResponse<DeleteMeetingData> {
+    if response.data().is_some_and(|data| data.dry_run) {
+        response.with_suggested_action(
+            "Run the same command again with --yes to delete the meeting and these files (the files are kept in the backend's trash and an operator can restore everything).",
+        )
+    } else {
+        response
+    }
+}
+
+/// The typed request of a business subcommand; `Err` is a usage problem.
+fn business_call(command: BusinessCommand) -> Result<Call, String> {
+    Ok(match command {
+        BusinessCommand::ListMeetings { from, to, page } => {
+            Call::ListMeetings(ListMeetingsRequest {
+                from,
+                to,
+                limit: page.limit,
+                cursor: page.cursor,
+            })
+        }
+        BusinessCommand::GetMeeting { meeting_id } => {
+            Call::GetMeeting(MeetingRequest { meeting_id })
+        }
+        BusinessCommand::CreateMeeting {
+            title,
+            starts_at,
+            ends_at,
+            fields,
+            attendees,
+        } => Call::CreateMeeting(CreateMeetingRequest {
+            title,
+            starts_at,
+            ends_at,
+            location: fields.location,
+            agenda: fields.agenda,
+            notes: fields.notes,
+            attendees: (!attendees.is_empty()).then_some(attendees),
+        }),
+        BusinessCommand::UpdateMeeting {
+            meeting_id,
+            if_version,
+            title,
+            starts_at,
+            ends_at,
+            fields,
+            attendees,
+            no_attendees,
+        } => Call::UpdateMeeting(UpdateMeetingRequest {
+            meeting_id,
+            if_version,
+            title,
+            starts_at,
+            ends_at,
+            location: fields.location,
+            agenda: fields.agenda,
+            notes: fields.notes,
+            attendees: (no_attendees || !attendees.is_empty()).then_some(attendees),
+        }),
+        BusinessCommand::DeleteMeeting { meeting_id, yes } => {
+            Call::DeleteMeeting(DeleteMeetingRequest {
+                meeting_id,
+                dry_run: !yes,
+            })
+        }
+        BusinessCommand::ListMeetingFiles { meeting_id } => {
+            Call::ListMeetingFiles(MeetingRequest { meeting_id })
+        }
+        BusinessCommand::AttachMeetingFile {
+            meeting_id,
+            name,
+            content,
+        } => {
+            let (content, encoding) = content_of(content)?;
+            Call::AttachMeetingFile(AttachMeetingFileRequest {
+                meeting_id,
+                name,
+                content,
+                encoding,
+            })
+        }
+        BusinessCommand::DeleteMeetingFile {
+            meeting_id,
+            file_id,
+        } => Call::DeleteMeetingFile(DeleteMeetingFileRequest {
+            meeting_id,
+            file_id,
+        }),
+        BusinessCommand::ListCalendar { from, to } => {
+            Call::ListCalendar(ListCalendarRequest { from, to })
+        }
+        BusinessCommand::ListReports { status, page } => Call::ListReports(ListReportsRequest {
+            status,
+            limit: page.limit,
+            cursor: page.cursor,
+        }),
+        BusinessCommand::GetReport { report_id } => Call::GetReport(ReportRequest { report_id }),
+        BusinessCommand::UpdateReportStatus {
+            report_id,
+            to,
+            comment,
+            if_version,
+        } => Call::UpdateReportStatus(UpdateReportStatusRequest {
+            report_id,
+            to,
+            comment,
+            if_version,
+        }),
+        BusinessCommand::ListMembers => Call::ListMembers,
+        BusinessCommand::GetProjectMeta => Call::GetProjectMeta,
+    })
 }
 
 /// The typed request of a subcommand; `Err` is a usage problem.
@@ -142,9 +299,22 @@ fn call(command: NcCommand) -> Result<Call, String> {
 }
 
 /// `nc write`'s request, with the content from --content, --from-file or
-/// stdin (clap keeps --content apart from the other two).
+/// stdin.
 fn write_request(args: WriteArgs) -> Result<WriteRequest, String> {
-    let (content, encoding) = match (args.content, &args.from_file) {
+    let (content, encoding) = content_of(args.content)?;
+    Ok(WriteRequest {
+        rel_path: args.rel_path,
+        content,
+        encoding,
+        if_match: args.if_match,
+        mount: args.mount.mount,
+    })
+}
+
+/// The content to send and its encoding, from --content, --from-file or
+/// stdin (clap keeps --content apart from the other two).
+fn content_of(args: ContentArgs) -> Result<(String, Option<Encoding>), String> {
+    Ok(match (args.content, &args.from_file) {
         (Some(text), _) => (text, None),
         (None, source) => {
             let (bytes, what) = match source {
@@ -164,13 +334,6 @@ fn write_request(args: WriteArgs) -> Result<WriteRequest, String> {
                 (text, None)
             }
         }
-    };
-    Ok(WriteRequest {
-        rel_path: args.rel_path,
-        content,
-        encoding,
-        if_match: args.if_match,
-        mount: args.mount.mount,
     })
 }
 

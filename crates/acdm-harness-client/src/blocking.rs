@@ -5,6 +5,14 @@
 
 use std::cell::RefCell;
 
+use acdm_core::business::wire::{
+    AttachMeetingFileRequest, BusinessOp, CalendarEntry, CreateMeetingRequest, DeleteMeetingData,
+    DeleteMeetingFileRequest, DeleteMeetingRequest, EmptyRequest, ListCalendarRequest,
+    ListMeetingsRequest, ListReportsRequest, MeetingData, MeetingFileWritten, MeetingRequest,
+    MeetingWritten, Paged, ReportRequest, ReportStatusData, UpdateMeetingRequest,
+    UpdateReportStatusRequest,
+};
+use acdm_core::business::{Meeting, MeetingFile, MemberInfo, ProjectMeta, Report, ReportDetails};
 use acdm_core::nc::{
     DeleteData, DeleteRequest, ListData, ListMountsRequest, ListRequest, MountsData, MoveData,
     MoveRequest, NcOp, ReadData, ReadRequest, SearchData, SearchRequest, WriteData, WriteRequest,
@@ -122,5 +130,105 @@ impl BlockingClient {
     /// `nc/move`.
     pub fn nc_move(&self, request: &MoveRequest) -> ToolResponse<MoveData> {
         self.call(NcOp::Move.path(), request)
+    }
+
+    /// `business/list_meetings`.
+    pub fn business_list_meetings(
+        &self,
+        request: &ListMeetingsRequest,
+    ) -> ToolResponse<Paged<Meeting>> {
+        self.call(BusinessOp::ListMeetings.path(), request)
+    }
+
+    /// `business/get_meeting`.
+    pub fn business_get_meeting(&self, request: &MeetingRequest) -> ToolResponse<MeetingData> {
+        self.call(BusinessOp::GetMeeting.path(), request)
+    }
+
+    /// `business/create_meeting`.
+    pub fn business_create_meeting(
+        &self,
+        request: &CreateMeetingRequest,
+    ) -> ToolResponse<MeetingWritten> {
+        self.call(BusinessOp::CreateMeeting.path(), request)
+    }
+
+    /// `business/update_meeting`.
+    pub fn business_update_meeting(
+        &self,
+        request: &UpdateMeetingRequest,
+    ) -> ToolResponse<MeetingWritten> {
+        self.call(BusinessOp::UpdateMeeting.path(), request)
+    }
+
+    /// `business/delete_meeting`.
+    pub fn business_delete_meeting(
+        &self,
+        request: &DeleteMeetingRequest,
+    ) -> ToolResponse<DeleteMeetingData> {
+        self.call(BusinessOp::DeleteMeeting.path(), request)
+    }
+
+    /// `business/list_meeting_files`.
+    pub fn business_list_meeting_files(
+        &self,
+        request: &MeetingRequest,
+    ) -> ToolResponse<Paged<MeetingFile>> {
+        self.call(BusinessOp::ListMeetingFiles.path(), request)
+    }
+
+    /// `business/attach_meeting_file`.
+    pub fn business_attach_meeting_file(
+        &self,
+        request: &AttachMeetingFileRequest,
+    ) -> ToolResponse<MeetingFileWritten> {
+        self.call(BusinessOp::AttachMeetingFile.path(), request)
+    }
+
+    /// `business/delete_meeting_file`.
+    pub fn business_delete_meeting_file(
+        &self,
+        request: &DeleteMeetingFileRequest,
+    ) -> ToolResponse<MeetingFileWritten> {
+        self.call(BusinessOp::DeleteMeetingFile.path(), request)
+    }
+
+    /// `business/list_calendar`.
+    pub fn business_list_calendar(
+        &self,
+        request: &ListCalendarRequest,
+    ) -> ToolResponse<Paged<CalendarEntry>> {
+        self.call(BusinessOp::ListCalendar.path(), request)
+    }
+
+    /// `business/list_reports`.
+    pub fn business_list_reports(
+        &self,
+        request: &ListReportsRequest,
+    ) -> ToolResponse<Paged<Report>> {
+        self.call(BusinessOp::ListReports.path(), request)
+    }
+
+    /// `business/get_report`.
+    pub fn business_get_report(&self, request: &ReportRequest) -> ToolResponse<ReportDetails> {
+        self.call(BusinessOp::GetReport.path(), request)
+    }
+
+    /// `business/update_report_status`.
+    pub fn business_update_report_status(
+        &self,
+        request: &UpdateReportStatusRequest,
+    ) -> ToolResponse<ReportStatusData> {
+        self.call(BusinessOp::UpdateReportStatus.path(), request)
+    }
+
+    /// `business/list_members`.
+    pub fn business_list_members(&self) -> ToolResponse<Paged<MemberInfo>> {
+        self.call(BusinessOp::ListMembers.path(), &EmptyRequest {})
+    }
+
+    /// `business/get_project_meta`.
+    pub fn business_get_project_meta(&self) -> ToolResponse<ProjectMeta> {
+        self.call(BusinessOp::GetProjectMeta.path(), &EmptyRequest {})
     }
 }

@@ -15,6 +15,14 @@
 
 use std::sync::Arc;
 
+use acdm_core::business::wire::{
+    AttachMeetingFileRequest, BusinessOp, CalendarEntry, CreateMeetingRequest, DeleteMeetingData,
+    DeleteMeetingFileRequest, DeleteMeetingRequest, EmptyRequest, ListCalendarRequest,
+    ListMeetingsRequest, ListReportsRequest, MeetingData, MeetingFileWritten, MeetingRequest,
+    MeetingWritten, Paged, ReportRequest, ReportStatusData, UpdateMeetingRequest,
+    UpdateReportStatusRequest,
+};
+use acdm_core::business::{Meeting, MeetingFile, MemberInfo, ProjectMeta, Report, ReportDetails};
 use acdm_core::nc::{
     DeleteData, DeleteRequest, ListData, ListMountsRequest, ListRequest, MountsData, MoveData,
     MoveRequest, NcOp, ReadData, ReadRequest, SearchData, SearchRequest, WriteData, WriteRequest,
@@ -75,6 +83,128 @@ macro_rules! nc_methods {
         /// `nc/move`: rename or move (never over an existing item unless asked).
         pub async fn nc_move(&self, request: &MoveRequest) -> ToolResponse<MoveData> {
             self.call(NcOp::Move.path(), request).await
+        }
+    };
+}
+
+/// The typed business methods (spec §6.2), over `self.call`, like
+/// [`nc_methods`]: paths from [`BusinessOp`], request and data types from
+/// `acdm_core::business::wire` (the ones the BFF parses and sends).
+macro_rules! business_methods {
+    () => {
+        /// `business/list_meetings`: meetings in a window, by start, paged.
+        pub async fn business_list_meetings(
+            &self,
+            request: &ListMeetingsRequest,
+        ) -> ToolResponse<Paged<Meeting>> {
+            self.call(BusinessOp::ListMeetings.path(), request).await
+        }
+
+        /// `business/get_meeting`: one meeting with its files.
+        pub async fn business_get_meeting(
+            &self,
+            request: &MeetingRequest,
+        ) -> ToolResponse<MeetingData> {
+            self.call(BusinessOp::GetMeeting.path(), request).await
+        }
+
+        /// `business/create_meeting` (recorded, revertible).
+        pub async fn business_create_meeting(
+            &self,
+            request: &CreateMeetingRequest,
+        ) -> ToolResponse<MeetingWritten> {
+            self.call(BusinessOp::CreateMeeting.path(), request).await
+        }
+
+        /// `business/update_meeting`: a stale `if_version` is a `conflict`
+        /// naming the current version (its `data` does not fit
+        /// [`MeetingWritten`] and is dropped; use `call` to keep it).
+        pub async fn business_update_meeting(
+            &self,
+            request: &UpdateMeetingRequest,
+        ) -> ToolResponse<MeetingWritten> {
+            self.call(BusinessOp::UpdateMeeting.path(), request).await
+        }
+
+        /// `business/delete_meeting`: a dry run unless `dry_run` is false.
+        pub async fn business_delete_meeting(
+            &self,
+            request: &DeleteMeetingRequest,
+        ) -> ToolResponse<DeleteMeetingData> {
+            self.call(BusinessOp::DeleteMeeting.path(), request).await
+        }
+
+        /// `business/list_meeting_files`: a meeting's files.
+        pub async fn business_list_meeting_files(
+            &self,
+            request: &MeetingRequest,
+        ) -> ToolResponse<Paged<MeetingFile>> {
+            self.call(BusinessOp::ListMeetingFiles.path(), request)
+                .await
+        }
+
+        /// `business/attach_meeting_file`: write and register a file.
+        pub async fn business_attach_meeting_file(
+            &self,
+            request: &AttachMeetingFileRequest,
+        ) -> ToolResponse<MeetingFileWritten> {
+            self.call(BusinessOp::AttachMeetingFile.path(), request)
+                .await
+        }
+
+        /// `business/delete_meeting_file`: the file into the trash, the row
+        /// removed.
+        pub async fn business_delete_meeting_file(
+            &self,
+            request: &DeleteMeetingFileRequest,
+        ) -> ToolResponse<MeetingFileWritten> {
+            self.call(BusinessOp::DeleteMeetingFile.path(), request)
+                .await
+        }
+
+        /// `business/list_calendar`: meetings and milestone due dates.
+        pub async fn business_list_calendar(
+            &self,
+            request: &ListCalendarRequest,
+        ) -> ToolResponse<Paged<CalendarEntry>> {
+            self.call(BusinessOp::ListCalendar.path(), request).await
+        }
+
+        /// `business/list_reports`: newest first, paged.
+        pub async fn business_list_reports(
+            &self,
+            request: &ListReportsRequest,
+        ) -> ToolResponse<Paged<Report>> {
+            self.call(BusinessOp::ListReports.path(), request).await
+        }
+
+        /// `business/get_report`: one report with its history.
+        pub async fn business_get_report(
+            &self,
+            request: &ReportRequest,
+        ) -> ToolResponse<ReportDetails> {
+            self.call(BusinessOp::GetReport.path(), request).await
+        }
+
+        /// `business/update_report_status`: one move of the approval flow.
+        pub async fn business_update_report_status(
+            &self,
+            request: &UpdateReportStatusRequest,
+        ) -> ToolResponse<ReportStatusData> {
+            self.call(BusinessOp::UpdateReportStatus.path(), request)
+                .await
+        }
+
+        /// `business/list_members`: the project's members.
+        pub async fn business_list_members(&self) -> ToolResponse<Paged<MemberInfo>> {
+            self.call(BusinessOp::ListMembers.path(), &EmptyRequest {})
+                .await
+        }
+
+        /// `business/get_project_meta`: the project's meta.
+        pub async fn business_get_project_meta(&self) -> ToolResponse<ProjectMeta> {
+            self.call(BusinessOp::GetProjectMeta.path(), &EmptyRequest {})
+                .await
         }
     };
 }
@@ -244,6 +374,7 @@ impl HarnessClient {
     }
 
     nc_methods!();
+    business_methods!();
 }
 
 impl Scoped<'_> {
@@ -259,6 +390,7 @@ impl Scoped<'_> {
     }
 
     nc_methods!();
+    business_methods!();
 }
 
 async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, reqwest::Error> {

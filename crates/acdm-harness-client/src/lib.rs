@@ -1,8 +1,9 @@
 //! acdm-harness-client: the typed four-header client the agent engine
 //! embeds to call the Agent Tools BFF (spec §7).
 //!
-//! - **Typed**: one method per endpoint, with the request and response
-//!   types of [`acdm_core::nc`] — the very types the backend parses and
+//! - **Typed**: one method per endpoint (`nc_*`, `business_*`), with the
+//!   request and response types of [`acdm_core::nc`] and
+//!   [`acdm_core::business::wire`] — the very types the backend parses and
 //!   sends, so the two sides cannot drift.
 //! - **Identity from context**: the engine sets the caller once per agent
 //!   run with [`with_identity`]; every call in that task sends the three

@@ -10,6 +10,7 @@
     reason = "tests fail loudly"
 )]
 
+mod business;
 mod double;
 mod nc;
 mod refusals;

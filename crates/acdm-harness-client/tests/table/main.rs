@@ -476,3 +476,246 @@ fn the_blocking_client_sends_the_same_request_and_maps_the_same_way() {
     });
     assert_eq!(inside.error_code(), Some(ErrorCode::InternalError));
 }
+
+const MEETING: &str = "6f1c2b9e-8a0e-4a59-9d1e-0c5f2a3b4c5d";
+const FILE: &str = "0b5e8f43-8d5e-4bf5-9d1c-6a7f2f5e9a10";
+const REPORT: &str = "9a7d1c55-3e2b-4f0a-8c6d-1e2f3a4b5c6d";
+
+/// A request of type `T` from JSON (the times need chrono, which this
+/// crate does not name).
+fn request<T: serde::de::DeserializeOwned>(body: Value) -> T {
+    serde_json::from_value(body).unwrap()
+}
+
+/// What every business method must send: its path and its body.
+fn business_expectations() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "list_meetings",
+            json!({"from": "2026-12-01T09:00:00+01:00", "limit": 2, "cursor": "6162"}),
+        ),
+        ("get_meeting", json!({"meeting_id": MEETING})),
+        (
+            "create_meeting",
+            json!({"title": "Kick-off", "starts_at": "2026-12-01T09:00:00+01:00",
+                   "ends_at": "2026-12-01T10:00:00+01:00", "attendees": ["u-1"]}),
+        ),
+        (
+            "update_meeting",
+            json!({"meeting_id": MEETING, "if_version": 3, "notes": ""}),
+        ),
+        ("delete_meeting", json!({"meeting_id": MEETING})),
+        ("list_meeting_files", json!({"meeting_id": MEETING})),
+        (
+            "attach_meeting_file",
+            json!({"meeting_id": MEETING, "name": "a.bin", "content": "AP8=", "encoding": "base64"}),
+        ),
+        (
+            "delete_meeting_file",
+            json!({"meeting_id": MEETING, "file_id": FILE}),
+        ),
+        (
+            "list_calendar",
+            json!({"from": "2026-12-01T00:00:00Z", "to": "2027-01-01T00:00:00Z"}),
+        ),
+        ("list_reports", json!({"status": "submitted", "limit": 5})),
+        ("get_report", json!({"report_id": REPORT})),
+        (
+            "update_report_status",
+            json!({"report_id": REPORT, "to": "rejected", "comment": "numbers missing", "if_version": 2}),
+        ),
+        ("list_members", json!({})),
+        ("get_project_meta", json!({})),
+    ]
+}
+
+/// A `not_found` envelope: every typed method passes it through, whatever
+/// its data type.
+fn not_found() -> Answer {
+    json_reply(
+        404,
+        &json!({"success": false, "code": "not_found", "message": "no such thing",
+                "data": null, "suggested_action": null}),
+    )
+}
+
+/// Checks the requests a server saw against [`business_expectations`].
+fn assert_business_requests(seen: &[Seen]) {
+    let expected = business_expectations();
+    assert_eq!(seen.len(), expected.len(), "{seen:#?}");
+    for (seen, (op, body)) in seen.iter().zip(expected) {
+        assert_eq!(
+            seen.request_line,
+            format!("POST /agent-tools/business/{op} HTTP/1.1")
+        );
+        assert_eq!(seen.header("x-acdm-agent-name"), Some("project-alpha"));
+        let sent: Value = serde_json::from_slice(&seen.body).unwrap();
+        assert_eq!(sent, body, "body of {op}");
+    }
+}
+
+#[tokio::test]
+async fn every_business_method_sends_its_path_and_its_typed_body() {
+    let server = serve(not_found()).await;
+    let c = client(server.addr, Some(TOKEN), Duration::from_secs(5));
+    let c = c.as_identity(identity());
+    let bodies: Vec<Value> = business_expectations()
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect();
+    let codes = vec![
+        c.business_list_meetings(&request(bodies[0].clone()))
+            .await
+            .error_code(),
+        c.business_get_meeting(&request(bodies[1].clone()))
+            .await
+            .error_code(),
+        c.business_create_meeting(&request(bodies[2].clone()))
+            .await
+            .error_code(),
+        c.business_update_meeting(&request(bodies[3].clone()))
+            .await
+            .error_code(),
+        c.business_delete_meeting(&request(bodies[4].clone()))
+            .await
+            .error_code(),
+        c.business_list_meeting_files(&request(bodies[5].clone()))
+            .await
+            .error_code(),
+        c.business_attach_meeting_file(&request(bodies[6].clone()))
+            .await
+            .error_code(),
+        c.business_delete_meeting_file(&request(bodies[7].clone()))
+            .await
+            .error_code(),
+        c.business_list_calendar(&request(bodies[8].clone()))
+            .await
+            .error_code(),
+        c.business_list_reports(&request(bodies[9].clone()))
+            .await
+            .error_code(),
+        c.business_get_report(&request(bodies[10].clone()))
+            .await
+            .error_code(),
+        c.business_update_report_status(&request(bodies[11].clone()))
+            .await
+            .error_code(),
+        c.business_list_members().await.error_code(),
+        c.business_get_project_meta().await.error_code(),
+    ];
+    assert!(
+        codes.iter().all(|c| *c == Some(ErrorCode::NotFound)),
+        "{codes:?}"
+    );
+    assert_business_requests(&server.seen.lock().unwrap());
+}
+
+#[tokio::test]
+async fn a_business_answer_is_typed_and_a_real_delete_is_asked_for_explicitly() {
+    let page = json!({
+        "success": true, "code": "ok", "message": "1 of 3 meeting(s)",
+        "data": {"items": [{
+            "meeting_id": MEETING, "title": "Kick-off",
+            "starts_at": "2026-12-01T08:00:00Z", "ends_at": "2026-12-01T09:00:00Z",
+            "location": null, "agenda": null, "notes": null, "attendees": ["u-1"],
+            "version": 1, "created_by": "u-1", "created_at": "2026-11-01T08:00:00Z",
+            "updated_by": "u-1", "updated_at": "2026-11-01T08:00:00Z"
+        }], "next_cursor": "6162", "total_count": 3},
+        "suggested_action": null
+    });
+    let server = serve(json_reply(200, &page)).await;
+    let c = client(server.addr, Some(TOKEN), Duration::from_secs(5));
+    let answer = with_identity(
+        identity(),
+        c.business_list_meetings(&acdm_core::business::wire::ListMeetingsRequest::default()),
+    )
+    .await;
+    let data = answer.into_data().unwrap();
+    assert_eq!(data.items[0].meeting_id.to_string(), MEETING);
+    assert_eq!(data.items[0].attendees[0].as_str(), "u-1");
+    assert_eq!(
+        (data.next_cursor.as_deref(), data.total_count),
+        (Some("6162"), 3)
+    );
+    let seen = server.seen.lock().unwrap()[0].clone();
+    assert_eq!(
+        seen.request_line,
+        "POST /agent-tools/business/list_meetings HTTP/1.1"
+    );
+    assert_eq!(
+        serde_json::from_slice::<Value>(&seen.body).unwrap(),
+        json!({})
+    );
+
+    // `dry_run: false` is the one way to delete, and it is on the wire.
+    let server = serve(not_found()).await;
+    let c = client(server.addr, Some(TOKEN), Duration::from_secs(5));
+    let delete = acdm_core::business::wire::DeleteMeetingRequest {
+        meeting_id: MEETING.parse().unwrap(),
+        dry_run: false,
+    };
+    let _ = with_identity(identity(), c.business_delete_meeting(&delete)).await;
+    let seen = server.seen.lock().unwrap()[0].clone();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&seen.body).unwrap(),
+        json!({"meeting_id": MEETING, "dry_run": false})
+    );
+}
+
+#[cfg(feature = "blocking")]
+#[test]
+fn the_blocking_business_methods_send_the_same_requests() {
+    use acdm_harness_client::blocking::{BlockingClient, with_identity as blocking_identity};
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(serve(not_found()));
+    let config = ClientConfig::new(
+        &format!("http://{}", server.addr),
+        Some(SecretString::from(TOKEN.to_owned())),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let c = BlockingClient::new(config).unwrap();
+    let bodies: Vec<Value> = business_expectations()
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect();
+    let codes = blocking_identity(identity(), || {
+        vec![
+            c.business_list_meetings(&request(bodies[0].clone()))
+                .error_code(),
+            c.business_get_meeting(&request(bodies[1].clone()))
+                .error_code(),
+            c.business_create_meeting(&request(bodies[2].clone()))
+                .error_code(),
+            c.business_update_meeting(&request(bodies[3].clone()))
+                .error_code(),
+            c.business_delete_meeting(&request(bodies[4].clone()))
+                .error_code(),
+            c.business_list_meeting_files(&request(bodies[5].clone()))
+                .error_code(),
+            c.business_attach_meeting_file(&request(bodies[6].clone()))
+                .error_code(),
+            c.business_delete_meeting_file(&request(bodies[7].clone()))
+                .error_code(),
+            c.business_list_calendar(&request(bodies[8].clone()))
+                .error_code(),
+            c.business_list_reports(&request(bodies[9].clone()))
+                .error_code(),
+            c.business_get_report(&request(bodies[10].clone()))
+                .error_code(),
+            c.business_update_report_status(&request(bodies[11].clone()))
+                .error_code(),
+            c.business_list_members().error_code(),
+            c.business_get_project_meta().error_code(),
+        ]
+    });
+    assert!(
+        codes.iter().all(|c| *c == Some(ErrorCode::NotFound)),
+        "{codes:?}"
+    );
+    assert_business_requests(&server.seen.lock().unwrap());
+}
