@@ -410,3 +410,65 @@ async fn crash_matrix(files: Files) {
         }
     }
 }
+
+#[tokio::test]
+async fn a_revert_refuses_when_a_row_changed_since_and_changes_nothing() {
+    let world = World::new().await;
+    let seed = seed(&world).await;
+    let first = world
+        .journal
+        .change(
+            by_agent(&world.project, "business"),
+            change(Op::UpdateMeeting, &seed),
+        )
+        .await
+        .unwrap();
+    // A later change of the same meeting (version 2 → 3).
+    let now = world
+        .store
+        .meeting(world.project.id, seed.meeting.meeting_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let later = Meeting {
+        notes: Some("decided".into()),
+        version: now.version + 1,
+        ..now.clone()
+    };
+    world
+        .journal
+        .change(
+            by_agent(&world.project, "business"),
+            Change {
+                op: EventOp::UpdateMeeting,
+                remove: vec![],
+                create: None,
+                rows: vec![(
+                    Some(RowImage::Meeting(now)),
+                    Some(RowImage::Meeting(later.clone())),
+                )],
+            },
+        )
+        .await
+        .unwrap();
+    let files = world.snapshot();
+    let rows_now = rows(&world, false).await;
+    let refused = world
+        .journal
+        .revert(&operator(), first.event.id, None)
+        .await;
+    match refused {
+        Err(JournalError::Conflict(message)) => {
+            assert!(
+                message.contains("revert the later events first"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(world.snapshot(), files);
+    assert_eq!(rows(&world, false).await, rows_now, "nothing changed");
+    let event = world.store.event(first.event.id).await.unwrap();
+    assert_eq!(event.status, EventStatus::Applied, "still revertible later");
+    assert_eq!(event.reverted_by, None);
+}
