@@ -116,7 +116,7 @@ pub struct MeetingEntry {
     pub key: String,
     /// Its title.
     pub title: String,
-    /// When it starts (RFC 3339 with an offset; a quoted string in TOML).
+    /// When it starts (RFC 3339 with an offset).
     pub starts_at: DateTime<FixedOffset>,
     /// When it ends.
     pub ends_at: DateTime<FixedOffset>,
@@ -177,8 +177,10 @@ impl MeetingEntry {
 }
 
 /// Reads a document: `.json` or `.toml`, refused otherwise. A file that
-/// does not parse is refused naming where (JSON: the field path; TOML:
-/// the line, column and key).
+/// does not parse is refused saying where (the line and column of a syntax
+/// error; the path of a field of the wrong shape, `meetings[1].starts_at`).
+/// In TOML, dates and times may be written bare (`2026-12-01T09:00:00Z`)
+/// or quoted.
 pub fn read(file: &Path) -> anyhow::Result<Document> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
@@ -186,27 +188,52 @@ pub fn read(file: &Path) -> anyhow::Result<Document> {
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
-    match extension.as_deref() {
-        Some("json") => {
-            let mut de = serde_json::Deserializer::from_str(&text);
-            serde_path_to_error::deserialize(&mut de).map_err(|e| {
-                anyhow::anyhow!(
-                    "{} is not a valid import document; nothing was written: {}: {}",
-                    file.display(),
-                    e.path(),
-                    e.inner()
-                )
-            })
-        }
-        Some("toml") => toml::from_str(&text).map_err(|e| {
+    let value: serde_json::Value = match extension.as_deref() {
+        Some("json") => serde_json::from_str(&text).map_err(|e| {
             anyhow::anyhow!(
-                "{} is not a valid import document; nothing was written: {e}",
+                "{} is not valid JSON; nothing was written: {e}",
                 file.display()
             )
-        }),
+        })?,
+        Some("toml") => toml::from_str::<toml::Value>(&text)
+            .map(json_of_toml)
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "{} is not valid TOML; nothing was written: {e}",
+                    file.display()
+                )
+            })?,
         _ => anyhow::bail!(
             "{}: the file must end in .json or .toml (that says how to read it)",
             file.display()
+        ),
+    };
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        anyhow::anyhow!(
+            "{} is not a valid import document; nothing was written: {}: {}",
+            file.display(),
+            e.path(),
+            e.inner()
+        )
+    })
+}
+
+/// A TOML value as JSON; TOML's dates and times become their RFC 3339
+/// text, which is how the document's fields read them.
+fn json_of_toml(value: toml::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        toml::Value::String(s) => Value::String(s),
+        toml::Value::Integer(n) => Value::from(n),
+        toml::Value::Float(f) => Value::from(f),
+        toml::Value::Boolean(b) => Value::Bool(b),
+        toml::Value::Datetime(d) => Value::String(d.to_string()),
+        toml::Value::Array(items) => Value::Array(items.into_iter().map(json_of_toml).collect()),
+        toml::Value::Table(table) => Value::Object(
+            table
+                .into_iter()
+                .map(|(k, v)| (k, json_of_toml(v)))
+                .collect(),
         ),
     }
 }
