@@ -555,11 +555,8 @@ fn acting<T: DeserializeOwned>(
     })?;
     let user: UserId =
         serde_json::from_value(user).map_err(|e| invalid_field("user_id", e.to_string()))?;
-    let value = serde_path_to_error::deserialize(serde_json::Value::Object(body)).map_err(|e| {
-        let field = e.path().to_string();
-        let field = if field == "." { ".".to_owned() } else { field };
-        invalid_field(&field, e.inner().to_string())
-    })?;
+    let value = serde_path_to_error::deserialize(serde_json::Value::Object(body))
+        .map_err(|e| invalid_field(&e.path().to_string(), e.inner().to_string()))?;
     Ok((user, value))
 }
 
