@@ -522,15 +522,20 @@ struct Tokens<'a> {
 /// ignored rather than panicking as `println!` would.
 fn print_banner(address: &str, data_dir: &str, folder: &AbsPath, tokens: &Tokens<'_>) {
     use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(banner(address, data_dir, folder, tokens).as_bytes());
+    let _ = out.flush();
+}
+
+/// The banner's text.
+fn banner(address: &str, data_dir: &str, folder: &AbsPath, tokens: &Tokens<'_>) -> String {
     let base = format!("http://{address}");
     let Tokens {
         service: service_token,
         admin: admin_token,
         file: tokens_file,
     } = tokens;
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(
-        out,
+    format!(
         "\nacdm-backend demo is running on {base}\n\n\
          project  {SLUG} \"{NAME}\", folder {folder} ({data_dir}/files{folder}), wiki {data_dir}/wiki\n\
          agent    {AGENT} (manager of {SLUG})\n\
@@ -558,14 +563,76 @@ fn print_banner(address: &str, data_dir: &str, folder: &AbsPath, tokens: &Tokens
          -H 'X-ACDM-User-Id: u-alice' -H 'X-ACDM-Agent-Name: project-alpha' -H 'X-ACDM-Thread-Id: demo-1' \\\n  \
          -H 'Content-Type: application/json' -d '{{}}'    # the meetings of the next 30 days\n\
          curl -s -H \"Authorization: Bearer $ACDM_ADMIN_TOKEN\" {base}/admin/events    # every write, revertible\n\n\
-         Stop with Ctrl-C.\n"
-    );
-    let _ = out.flush();
+         Stop with Ctrl-C.\n\n"
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_banner_shows_a_business_call_as_a_member() {
+        let text = banner(
+            "127.0.0.1:8002",
+            "/data",
+            &AbsPath::parse("/Projects/Alpha").unwrap(),
+            &Tokens {
+                service: "s",
+                admin: "a",
+                file: "/data/demo-tokens.env",
+            },
+        );
+        assert!(
+            text.contains("http://127.0.0.1:8002/agent-tools/business/list_meetings"),
+            "{text}"
+        );
+        assert!(text.contains(&format!("X-ACDM-User-Id: {DEMO_OPERATOR}")));
+        assert!(MEMBERS.iter().any(|(user, _)| *user == DEMO_OPERATOR));
+    }
+
+    #[test]
+    fn the_business_document_is_valid_complete_ahead_and_stable_within_a_week() {
+        use acdm_core::business::{MemberInfo, MilestoneStatus, ReportStatus};
+        let members: Vec<MemberInfo> = MEMBERS
+            .iter()
+            .map(|(user, role)| MemberInfo {
+                user_id: UserId::parse(user).unwrap(),
+                display_name: None,
+                role: *role,
+            })
+            .collect();
+        // A Wednesday and the Sunday after it: the same document.
+        let wednesday = "2026-11-25T16:00:00Z".parse().unwrap();
+        let doc = business_document(wednesday).unwrap();
+        let problems = crate::import::check(&doc, &members);
+        assert!(problems.is_empty(), "{:?}", problems.list());
+        assert_eq!(
+            doc,
+            business_document("2026-11-29T23:59:00Z".parse().unwrap()).unwrap()
+        );
+        let current = doc
+            .milestones
+            .iter()
+            .filter(|m| m.status == Some(MilestoneStatus::Current))
+            .count();
+        assert_eq!(current, 1);
+        for status in ReportStatus::ALL {
+            assert!(
+                doc.reports.iter().any(|r| r.status == Some(*status)),
+                "{status}"
+            );
+        }
+        assert_eq!(doc.meetings.len(), 6);
+        assert!(doc.meetings.iter().all(|m| m.starts_at > wednesday));
+        let with_files = doc
+            .meetings
+            .iter()
+            .filter(|m| !m.attachments.is_empty())
+            .count();
+        assert_eq!(with_files, 2);
+        assert!(doc.meta.is_some());
+    }
 
     #[test]
     fn the_tokens_are_made_once_kept_private_and_reused() {
