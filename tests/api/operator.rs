@@ -120,6 +120,17 @@ async fn every_business_edit_is_one_direct_event_and_a_repeat_records_nothing() 
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["data"]["starts_at"], "2026-12-01T08:00:00Z");
     let meeting = v["data"]["meeting_id"].as_str().unwrap().to_owned();
+    let moved = json!({ "user_id": "ops", "if_version": 1, "title": "Kick-off (moved)",
+                        "starts_at": "2026-12-02T09:00:00+01:00", "ends_at": "2026-12-02T10:00:00+01:00",
+                        "attendees": ["u-alice", "u-bob"] });
+    let meeting_path = format!("/admin/projects/alpha/meetings/{meeting}");
+    let (status, v) = call(&app, "PUT", &meeting_path, &moved).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["data"]["version"], 2);
+    assert_eq!(v["data"]["title"], "Kick-off (moved)");
+    let (status, v) = call(&app, "PUT", &meeting_path, &moved).await;
+    assert_eq!(status, 409, "{v}");
+    assert_eq!(v["data"]["current_version"], 2);
     let (status, v) = call(
         &app,
         "POST",
@@ -143,6 +154,7 @@ async fn every_business_edit_is_one_direct_event_and_a_repeat_records_nothing() 
         ops,
         [
             "attach_meeting_file",
+            "update_meeting",
             "create_meeting",
             "update_report",
             "create_report",
