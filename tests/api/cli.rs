@@ -304,7 +304,9 @@ fn stop(mut child: std::process::Child) {
 
 #[tokio::test]
 async fn the_demo_provisions_samples_prints_tokens_and_serves() {
+    use chrono::Datelike;
     let dir = tempfile::tempdir().unwrap();
+    let started = chrono::Utc::now().date_naive();
     let (child, addr, service, admin) = start_demo(dir.path()).await;
     assert_eq!(service.len(), 64);
     assert_ne!(service, admin);
@@ -330,6 +332,48 @@ async fn the_demo_provisions_samples_prints_tokens_and_serves() {
             .status,
         401
     );
+    // The business data is there for agents, as the banner's call shows.
+    let agent = [
+        ("X-ACDM-Service-Auth", service.as_str()),
+        ("X-ACDM-User-Id", "u-alice"),
+        ("X-ACDM-Agent-Name", "project-alpha"),
+        ("X-ACDM-Thread-Id", "demo-1"),
+    ];
+    let meetings = send(
+        addr,
+        Req::new("POST", "/agent-tools/business/list_meetings")
+            .headers(&agent)
+            .json("{}"),
+    )
+    .await
+    .json();
+    assert_eq!(meetings["data"]["total_count"], 6, "{meetings}");
+    let mut statuses: Vec<String> = send(
+        addr,
+        Req::new("POST", "/agent-tools/business/list_reports")
+            .headers(&agent)
+            .json("{}"),
+    )
+    .await
+    .json()["data"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap().to_owned())
+        .collect();
+    statuses.sort();
+    assert_eq!(statuses, ["approved", "draft", "rejected", "submitted"]);
+    let events_path = "/admin/events?project=alpha&limit=500";
+    let recorded = send(
+        addr,
+        Req::get(events_path).headers(&[("Authorization", &bearer)]),
+    )
+    .await
+    .json()["data"]["events"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(recorded >= 20, "{recorded} business events");
     stop(child);
     let files = dir.path().join("files/Projects/Alpha");
     assert!(files.join("meetings/2026-11-03-kickoff.md").is_file());
@@ -363,6 +407,21 @@ async fn the_demo_provisions_samples_prints_tokens_and_serves() {
     .await
     .json();
     assert_eq!(projects["data"].as_array().unwrap().len(), 1);
+    // Its business data was found as written: no new event (unless the
+    // week turned between the two runs, which moves the meetings).
+    let again = send(
+        addr,
+        Req::get(events_path).headers(&[("Authorization", &bearer)]),
+    )
+    .await
+    .json()["data"]["events"]
+        .as_array()
+        .unwrap()
+        .len();
+    let same_week = chrono::Utc::now().date_naive().iso_week() == started.iso_week();
+    if same_week {
+        assert_eq!(again, recorded, "a second run records nothing");
+    }
     stop(child);
     assert_eq!(
         std::fs::read_to_string(files.join("README.md")).unwrap(),

@@ -10,9 +10,15 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
+use acdm_bff::envelope::Failure;
+use acdm_bff::operator::{
+    AttachmentInput, MeetingInput, MetaInput, MilestoneInput, Operator, ReportInput,
+};
 use acdm_bff::switch::KillSwitch;
+use acdm_core::business::{FileId, MeetingId, ReportId};
 use acdm_core::events::{Actor, EventId, EventRef, StorageEvent};
 use acdm_journal::Journal;
+use chrono::{DateTime, FixedOffset, NaiveDate};
 
 use crate::app::open_store;
 use crate::config::Config;
@@ -47,7 +53,7 @@ pub enum Command {
     /// Create, list and show projects.
     #[command(subcommand)]
     Project(ProjectCommand),
-    /// Add, change and remove project members.
+    /// Add, change, name and remove project members.
     #[command(subcommand)]
     Member(MemberCommand),
     /// Add or change a project's mounts (folders in the file store).
@@ -63,6 +69,219 @@ pub enum Command {
     /// follows within ACDM_SCOPE_POLL_MILLIS).
     #[command(subcommand)]
     KillSwitch(KillSwitchCommand),
+    /// Set a project's meta (status, description, dates, time zone).
+    #[command(subcommand)]
+    Meta(MetaCommand),
+    /// Create or replace a project's milestones.
+    #[command(subcommand)]
+    Milestone(MilestoneCommand),
+    /// Create and edit a project's reports.
+    #[command(subcommand)]
+    Report(ReportCommand),
+    /// Create and edit a project's meetings.
+    #[command(subcommand)]
+    Meeting(MeetingCommand),
+    /// Import a project's business data from a JSON or TOML file (checked
+    /// whole before anything is written; a second run changes nothing).
+    Import {
+        /// The project's slug.
+        #[arg(long)]
+        project: String,
+        /// Who imports (recorded as the events' direct actor).
+        #[arg(long, default_value = DEFAULT_OPERATOR)]
+        by: String,
+        /// The document: `.json` or `.toml` (see docs/operators.md).
+        file: PathBuf,
+    },
+}
+
+/// Who a business command acts as when `--by` is not given.
+pub const DEFAULT_OPERATOR: &str = "operator";
+
+/// The project and the acting person of a business command.
+#[derive(Debug, Args)]
+pub struct Acting {
+    /// The project's slug.
+    #[arg(long)]
+    project: String,
+    /// Who makes the change (recorded as the event's direct actor).
+    #[arg(long, default_value = DEFAULT_OPERATOR)]
+    by: String,
+}
+
+/// `meta …`
+#[derive(Debug, Subcommand)]
+pub enum MetaCommand {
+    /// Change the given fields of a project's meta (the others stay).
+    Set {
+        /// The project and who acts.
+        #[command(flatten)]
+        acting: Acting,
+        /// planning, active, on_hold, completed or closed.
+        #[arg(long)]
+        status: Option<String>,
+        /// What the project is about (markdown).
+        #[arg(long)]
+        description: Option<String>,
+        /// YYYY-MM-DD.
+        #[arg(long)]
+        start_date: Option<String>,
+        /// YYYY-MM-DD.
+        #[arg(long)]
+        end_date: Option<String>,
+        /// IANA name, e.g. Europe/Paris.
+        #[arg(long)]
+        time_zone: Option<String>,
+    },
+}
+
+/// `milestone …`
+#[derive(Debug, Subcommand)]
+pub enum MilestoneCommand {
+    /// Create or replace milestone `--seq` (making it current makes the
+    /// current one planned).
+    Set {
+        /// The project and who acts.
+        #[command(flatten)]
+        acting: Acting,
+        /// Its place in the sequence, from 1.
+        #[arg(long)]
+        seq: u32,
+        /// Its title.
+        #[arg(long)]
+        title: String,
+        /// YYYY-MM-DD.
+        #[arg(long)]
+        due_date: Option<String>,
+        /// planned, current or done.
+        #[arg(long, default_value = "planned")]
+        status: String,
+        /// An acceptance criterion (repeat for several).
+        #[arg(long = "criterion")]
+        criteria: Vec<String>,
+    },
+}
+
+/// The fields of a report.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Its title.
+    #[arg(long)]
+    title: String,
+    /// weekly, monthly, milestone or other.
+    #[arg(long)]
+    kind: String,
+    /// First day covered, YYYY-MM-DD.
+    #[arg(long)]
+    period_start: String,
+    /// Last day covered, YYYY-MM-DD.
+    #[arg(long)]
+    period_end: String,
+    /// The text (markdown).
+    #[arg(long, default_value = "")]
+    body: String,
+    /// draft, submitted, approved or rejected (create: draft; update: unchanged).
+    #[arg(long)]
+    status: Option<String>,
+}
+
+/// `report …`
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Create a report.
+    Create {
+        /// The project and who acts.
+        #[command(flatten)]
+        acting: Acting,
+        /// The report's fields.
+        #[command(flatten)]
+        report: ReportArgs,
+    },
+    /// Replace a report's fields.
+    Update {
+        /// The project and who acts.
+        #[command(flatten)]
+        acting: Acting,
+        /// The report's id.
+        #[arg(long)]
+        id: String,
+        /// Refuse unless the report is at this version.
+        #[arg(long)]
+        if_version: Option<i64>,
+        /// The report's fields.
+        #[command(flatten)]
+        report: ReportArgs,
+    },
+}
+
+/// The fields of a meeting.
+#[derive(Debug, Args)]
+pub struct MeetingArgs {
+    /// Its title.
+    #[arg(long)]
+    title: String,
+    /// RFC 3339, e.g. 2026-12-01T09:00:00+01:00.
+    #[arg(long)]
+    starts_at: String,
+    /// RFC 3339, after the start and at most 24 h later.
+    #[arg(long)]
+    ends_at: String,
+    /// Where.
+    #[arg(long)]
+    location: Option<String>,
+    /// What will be discussed (markdown).
+    #[arg(long)]
+    agenda: Option<String>,
+    /// What was said (markdown).
+    #[arg(long)]
+    notes: Option<String>,
+    /// A member attending (repeat for several).
+    #[arg(long = "attendee")]
+    attendees: Vec<String>,
+}
+
+/// `meeting …`
+#[derive(Debug, Subcommand)]
+pub enum MeetingCommand {
+    /// Create a meeting.
+    Create {
+        /// The project and who acts.
+        #[command(flatten)]
+        acting: Acting,
+        /// The meeting's fields.
+        #[command(flatten)]
+        meeting: MeetingArgs,
+    },
+    /// Replace a meeting's fields.
+    Update {
+        /// The project and who acts.
+        #[command(flatten)]
+        acting: Acting,
+        /// The meeting's id.
+        #[arg(long)]
+        id: String,
+        /// Refuse unless the meeting is at this version.
+        #[arg(long)]
+        if_version: Option<i64>,
+        /// The meeting's fields.
+        #[command(flatten)]
+        meeting: MeetingArgs,
+    },
+    /// Attach a text file to a meeting (kept at meetings/<id>/<name> in
+    /// the `project` mount).
+    Attach {
+        /// The project and who acts.
+        #[command(flatten)]
+        acting: Acting,
+        /// The meeting's id.
+        #[arg(long)]
+        id: String,
+        /// The local file to attach (UTF-8 text).
+        file: PathBuf,
+        /// Its name in the meeting (default: the file's name).
+        #[arg(long)]
+        name: Option<String>,
+    },
 }
 
 /// `events …`
@@ -175,6 +394,18 @@ pub enum MemberCommand {
         /// The user id.
         #[arg(long)]
         user: String,
+    },
+    /// Set a member's display name (journalled; an empty name clears it).
+    Name {
+        /// The project and who acts.
+        #[command(flatten)]
+        acting: Acting,
+        /// The member's user id.
+        #[arg(long)]
+        user: String,
+        /// Their name for people.
+        #[arg(long)]
+        name: String,
     },
 }
 
@@ -338,6 +569,64 @@ async fn provision(
         Command::Agent(AgentCommand::List) => print(&store.list_agents().await?),
         Command::Events(command) => events(command, config, store).await,
         Command::KillSwitch(command) => kill_switch(command, config, store).await,
+        Command::Member(MemberCommand::Name { acting, user, name }) => {
+            let member = parse("user id", &user, UserId::parse)?;
+            let journal = journal(config, store)?;
+            let op = acting.operator(&journal).await?;
+            print(
+                &op.set_member_name(&member, Some(name))
+                    .await
+                    .map_err(failed)?,
+            )
+        }
+        Command::Meta(MetaCommand::Set {
+            acting,
+            status,
+            description,
+            start_date,
+            end_date,
+            time_zone,
+        }) => {
+            let input = MetaInput {
+                status: status
+                    .as_deref()
+                    .map(|s| parse("status", s, str::parse))
+                    .transpose()?,
+                description,
+                start_date: date("start date", start_date.as_deref())?,
+                end_date: date("end date", end_date.as_deref())?,
+                time_zone,
+            };
+            let journal = journal(config, store)?;
+            let op = acting.operator(&journal).await?;
+            print(&op.set_meta(&input).await.map_err(failed)?)
+        }
+        Command::Milestone(MilestoneCommand::Set {
+            acting,
+            seq,
+            title,
+            due_date,
+            status,
+            criteria,
+        }) => {
+            let input = MilestoneInput {
+                title,
+                due_date: date("due date", due_date.as_deref())?,
+                status: parse("status", &status, str::parse)?,
+                acceptance_criteria: criteria,
+            };
+            let journal = journal(config, store)?;
+            let op = acting.operator(&journal).await?;
+            print(&op.set_milestone(seq, &input).await.map_err(failed)?)
+        }
+        Command::Report(command) => report(command, config, store).await,
+        Command::Meeting(command) => meeting(command, config, store).await,
+        Command::Import { project, by, file } => {
+            let project = parse("slug", &project, ProjectSlug::parse)?;
+            let by = parse("user id", &by, UserId::parse)?;
+            let journal = journal(config, store)?;
+            print(&crate::import::run(&journal, &project, by, &file).await?)
+        }
         Command::Serve | Command::Demo | Command::Migrate | Command::CheckConfig => {
             anyhow::bail!("not an operator command")
         }
@@ -563,4 +852,158 @@ struct SwitchChange {
     report: acdm_bff::switch::SwitchReport,
     running_servers_follow_within_ms: u64,
     takes_effect: String,
+}
+
+impl Acting {
+    /// The operator acting on the project.
+    async fn operator<'a>(&self, journal: &'a Journal) -> anyhow::Result<Operator<'a>> {
+        let slug = parse("slug", &self.project, ProjectSlug::parse)?;
+        let user = parse("user id", &self.by, UserId::parse)?;
+        let project = journal.store().project(&slug).await?.project.to_ref();
+        Ok(Operator::new(journal, project, user))
+    }
+}
+
+/// A refused business write, as the operator reads it (the envelope's
+/// message names the fields).
+fn failed(failure: Failure) -> anyhow::Error {
+    let envelope = failure.envelope();
+    let code = envelope.error_code().map_or("error", |c| c.as_str());
+    anyhow::anyhow!("{code}: {}", envelope.message())
+}
+
+fn date(what: &str, raw: Option<&str>) -> anyhow::Result<Option<NaiveDate>> {
+    raw.map(|d| parse(what, d, |s| s.parse::<NaiveDate>()))
+        .transpose()
+}
+
+fn time(what: &str, raw: &str) -> anyhow::Result<DateTime<FixedOffset>> {
+    parse(what, raw, DateTime::parse_from_rfc3339)
+}
+
+impl ReportArgs {
+    fn input(self) -> anyhow::Result<ReportInput> {
+        Ok(ReportInput {
+            title: self.title,
+            kind: parse("kind", &self.kind, str::parse)?,
+            period_start: parse("period start", &self.period_start, str::parse)?,
+            period_end: parse("period end", &self.period_end, str::parse)?,
+            body: self.body,
+            status: self
+                .status
+                .as_deref()
+                .map(|s| parse("status", s, str::parse))
+                .transpose()?,
+        })
+    }
+}
+
+impl MeetingArgs {
+    fn input(self) -> anyhow::Result<MeetingInput> {
+        Ok(MeetingInput {
+            title: self.title,
+            starts_at: time("start", &self.starts_at)?,
+            ends_at: time("end", &self.ends_at)?,
+            location: self.location,
+            agenda: self.agenda,
+            notes: self.notes,
+            attendees: self
+                .attendees
+                .iter()
+                .map(|a| parse("attendee", a, UserId::parse))
+                .collect::<anyhow::Result<_>>()?,
+        })
+    }
+}
+
+async fn report(
+    command: ReportCommand,
+    config: &Config,
+    store: &acdm_store::Store,
+) -> anyhow::Result<()> {
+    let journal = journal(config, store)?;
+    match command {
+        ReportCommand::Create { acting, report } => {
+            let input = report.input()?;
+            let op = acting.operator(&journal).await?;
+            print(
+                &op.create_report(ReportId::new_random(), &input)
+                    .await
+                    .map_err(failed)?,
+            )
+        }
+        ReportCommand::Update {
+            acting,
+            id,
+            if_version,
+            report,
+        } => {
+            let id: ReportId = parse("report id", &id, str::parse)?;
+            let input = report.input()?;
+            let op = acting.operator(&journal).await?;
+            print(
+                &op.update_report(id, &input, if_version)
+                    .await
+                    .map_err(failed)?,
+            )
+        }
+    }
+}
+
+async fn meeting(
+    command: MeetingCommand,
+    config: &Config,
+    store: &acdm_store::Store,
+) -> anyhow::Result<()> {
+    let journal = journal(config, store)?;
+    match command {
+        MeetingCommand::Create { acting, meeting } => {
+            let input = meeting.input()?;
+            let op = acting.operator(&journal).await?;
+            print(
+                &op.create_meeting(MeetingId::new_random(), &input)
+                    .await
+                    .map_err(failed)?,
+            )
+        }
+        MeetingCommand::Update {
+            acting,
+            id,
+            if_version,
+            meeting,
+        } => {
+            let id: MeetingId = parse("meeting id", &id, str::parse)?;
+            let input = meeting.input()?;
+            let op = acting.operator(&journal).await?;
+            print(
+                &op.update_meeting(id, &input, if_version)
+                    .await
+                    .map_err(failed)?,
+            )
+        }
+        MeetingCommand::Attach {
+            acting,
+            id,
+            file,
+            name,
+        } => {
+            let id: MeetingId = parse("meeting id", &id, str::parse)?;
+            let name = match name {
+                Some(name) => name,
+                None => file
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .context("the file has no name; give one with --name")?
+                    .to_owned(),
+            };
+            let content = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {} as UTF-8 text", file.display()))?;
+            let op = acting.operator(&journal).await?;
+            print(
+                &op.attach(id, FileId::new_random(), &AttachmentInput { name, content })
+                    .await
+                    .map_err(failed)?,
+            )
+        }
+    }
 }

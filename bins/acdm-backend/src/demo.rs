@@ -3,8 +3,10 @@
 //! Provisions a sample project (`alpha`, "Alpha"), its manager agent
 //! (`project-alpha`) and members, fills the local wiki and the project
 //! folder with a handful of realistic pages and files (never overwriting
-//! what is already there), prints the tokens and ready-to-paste calls, and
-//! serves. It uses the embedded local folders only: with GitLab or
+//! what is already there), fills its business data through the `import`
+//! code (meta, members' names, milestones with one current, reports in
+//! every status, six meetings over the coming weeks, two with an
+//! attachment), prints the tokens and ready-to-paste calls, and serves. It uses the embedded local folders only: with GitLab or
 //! Nextcloud configured it refuses, rather than write samples into them.
 //!
 //! The tokens it makes are kept in `<data dir>/demo-tokens.env` (mode
@@ -299,8 +301,170 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AbsPath> {
         let rel = path.trim_start_matches("files/");
         added += usize::from(seed(&files, &project_folder, rel, content).await?);
     }
-    tracing::info!(added, "demo data ready");
+    let store = app::open_store(config).await?;
+    let filled = fill_business(config, &store).await;
+    store.close().await;
+    let filled = filled?;
+    tracing::info!(
+        added,
+        business_changes = filled.changed.len(),
+        "demo data ready"
+    );
     Ok(project_folder)
+}
+
+/// Who fills the demo's business data: its owner, a member (the BFF
+/// requires membership by default).
+const DEMO_OPERATOR: &str = "u-alice";
+
+/// Writes the demo's business data through the `import` code, as
+/// [`DEMO_OPERATOR`]: a second run in the same week changes nothing.
+async fn fill_business(config: &Config, store: &Store) -> anyhow::Result<crate::import::Imported> {
+    let sources = app::build_sources(config)?;
+    let journal =
+        acdm_journal::Journal::new(store.clone(), sources.files, config.files_base.clone());
+    let project = store
+        .project(&ProjectSlug::parse(SLUG)?)
+        .await?
+        .project
+        .to_ref();
+    let doc = business_document(chrono::Utc::now())?;
+    crate::import::apply(&journal, project, UserId::parse(DEMO_OPERATOR)?, &doc)
+        .await
+        .context("filling the demo's business data")
+}
+
+/// The demo's business data, dated from the Monday after `now` (so runs
+/// within one week write the same document, and every meeting lies ahead).
+pub fn business_document(
+    now: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<crate::import::Document> {
+    use chrono::{Datelike, Duration, NaiveTime};
+    let today = now.date_naive();
+    let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()))
+        + Duration::days(7);
+    let day = |offset: i64| monday + Duration::days(offset);
+    let at = |offset: i64, hour: u32, minutes: i64| {
+        let start = day(offset)
+            .and_time(NaiveTime::from_hms_opt(hour, 0, 0).unwrap_or_default())
+            .and_utc();
+        (
+            start.to_rfc3339(),
+            (start + Duration::minutes(minutes)).to_rfc3339(),
+        )
+    };
+    let meeting = |key: &str,
+                   title: &str,
+                   (starts, ends): (String, String),
+                   location: &str,
+                   agenda: &str,
+                   attendees: &[&str]| {
+        serde_json::json!({
+            "key": key, "title": title, "starts_at": starts, "ends_at": ends,
+            "location": location, "agenda": agenda, "attendees": attendees,
+        })
+    };
+    let mut meetings = vec![
+        meeting(
+            "weekly-1",
+            "Weekly status",
+            at(0, 9, 30),
+            "Room 2.14",
+            "- progress since last week\n- risks\n- next steps",
+            &["u-alice", "u-bob", "u-carol"],
+        ),
+        meeting(
+            "design-review-2",
+            "Design review: data model",
+            at(2, 14, 90),
+            "https://meet.example.com/alpha-design",
+            "Review the report and meeting tables before the pilot.",
+            &["u-alice", "u-bob"],
+        ),
+        meeting(
+            "weekly-2",
+            "Weekly status",
+            at(7, 9, 30),
+            "Room 2.14",
+            "- progress since last week\n- risks\n- next steps",
+            &["u-alice", "u-bob", "u-carol"],
+        ),
+        meeting(
+            "steering-1",
+            "Steering committee",
+            at(9, 10, 60),
+            "Board room",
+            "Budget and the pilot's go/no-go.",
+            &["u-alice", "u-bob", "u-dave"],
+        ),
+        meeting(
+            "weekly-3",
+            "Weekly status",
+            at(14, 9, 30),
+            "Room 2.14",
+            "- progress since last week\n- risks\n- next steps",
+            &["u-alice", "u-bob", "u-carol"],
+        ),
+        meeting(
+            "pilot-kickoff",
+            "Pilot kick-off",
+            at(21, 13, 120),
+            "Site A, building 3",
+            "Pilot scope, users, support rota.",
+            &["u-alice", "u-bob", "u-carol", "u-dave"],
+        ),
+    ];
+    if let Some(review) = meetings.get_mut(1) {
+        review["attachments"] = serde_json::json!([{
+            "name": "data-model.md",
+            "content": "# Data model (draft)\n\n- meetings: title, time, attendees, files\n- reports: draft → submitted → approved | rejected\n- milestones: one current at a time\n",
+        }]);
+    }
+    if let Some(steering) = meetings.get_mut(3) {
+        steering["attachments"] = serde_json::json!([{
+            "name": "budget-summary.txt",
+            "content": "Budget 2026: 120k planned, 47k spent, 8k committed.\nPilot needs 15k more.\n",
+        }]);
+    }
+    let week = |offset: i64| (day(offset).to_string(), day(offset + 6).to_string());
+    let report =
+        |key: &str, title: &str, (start, end): (String, String), status: &str, body: &str| {
+            serde_json::json!({
+                "key": key, "title": title, "kind": "weekly", "period_start": start,
+                "period_end": end, "status": status, "body": body,
+            })
+        };
+    let document = serde_json::json!({
+        "meta": {
+            "status": "active",
+            "description": "Alpha replaces the paper meeting minutes and weekly reports of the site teams with a shared project space that people and agents work in together.",
+            "start_date": day(-63).to_string(),
+            "end_date": day(120).to_string(),
+            "time_zone": "Europe/Paris",
+        },
+        "members": [
+            { "user_id": "u-alice", "display_name": "Alice Martin" },
+            { "user_id": "u-bob", "display_name": "Bob Nguyen" },
+            { "user_id": "u-carol", "display_name": "Carol Diaz" },
+            { "user_id": "u-dave", "display_name": "Dave Okafor" },
+        ],
+        "milestones": [
+            { "seq": 1, "title": "Discovery", "due_date": day(-35).to_string(), "status": "done",
+              "acceptance_criteria": ["Interviews with the three site teams", "Requirements signed off"] },
+            { "seq": 2, "title": "Build", "due_date": day(18).to_string(), "status": "current",
+              "acceptance_criteria": ["Meetings and reports usable end to end", "Agent tools reviewed by security"] },
+            { "seq": 3, "title": "Pilot", "due_date": day(60).to_string(), "status": "planned",
+              "acceptance_criteria": ["Two sites use it for a month", "No open blocker"] },
+        ],
+        "reports": [
+            report("week-minus-4", "Weekly report", week(-28), "approved", "Discovery closed; requirements signed off."),
+            report("week-minus-3", "Weekly report", week(-21), "rejected", "Build started. (Rejected: add the budget figures.)"),
+            report("week-minus-2", "Weekly report", week(-14), "submitted", "Data model drafted; review planned."),
+            report("week-minus-1", "Weekly report", week(-7), "draft", "Meetings API done; reports in progress."),
+        ],
+        "meetings": meetings,
+    });
+    serde_json::from_value(document).context("the demo's business document")
 }
 
 /// Prepares the sample data and serves until stopped.
@@ -358,15 +522,20 @@ struct Tokens<'a> {
 /// ignored rather than panicking as `println!` would.
 fn print_banner(address: &str, data_dir: &str, folder: &AbsPath, tokens: &Tokens<'_>) {
     use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(banner(address, data_dir, folder, tokens).as_bytes());
+    let _ = out.flush();
+}
+
+/// The banner's text.
+fn banner(address: &str, data_dir: &str, folder: &AbsPath, tokens: &Tokens<'_>) -> String {
     let base = format!("http://{address}");
     let Tokens {
         service: service_token,
         admin: admin_token,
         file: tokens_file,
     } = tokens;
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(
-        out,
+    format!(
         "\nacdm-backend demo is running on {base}\n\n\
          project  {SLUG} \"{NAME}\", folder {folder} ({data_dir}/files{folder}), wiki {data_dir}/wiki\n\
          agent    {AGENT} (manager of {SLUG})\n\
@@ -390,15 +559,80 @@ fn print_banner(address: &str, data_dir: &str, folder: &AbsPath, tokens: &Tokens
          curl -s {base}/agent-tools/nc/list -H \"X-ACDM-Service-Auth: $ACDM_MCP_SERVICE_TOKEN\" \\\n  \
          -H 'X-ACDM-User-Id: u-alice' -H 'X-ACDM-Agent-Name: project-alpha' -H 'X-ACDM-Thread-Id: demo-1' \\\n  \
          -H 'Content-Type: application/json' -d '{{\"rel_path\":\"meetings\"}}'\n\
+         curl -s {base}/agent-tools/business/list_meetings -H \"X-ACDM-Service-Auth: $ACDM_MCP_SERVICE_TOKEN\" \\\n  \
+         -H 'X-ACDM-User-Id: u-alice' -H 'X-ACDM-Agent-Name: project-alpha' -H 'X-ACDM-Thread-Id: demo-1' \\\n  \
+         -H 'Content-Type: application/json' -d '{{}}'    # the meetings of the next 30 days\n\
          curl -s -H \"Authorization: Bearer $ACDM_ADMIN_TOKEN\" {base}/admin/events    # every write, revertible\n\n\
-         Stop with Ctrl-C.\n"
-    );
-    let _ = out.flush();
+         Stop with Ctrl-C.\n\n"
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_banner_shows_a_business_call_as_a_member() {
+        let text = banner(
+            "127.0.0.1:8002",
+            "/data",
+            &AbsPath::parse("/Projects/Alpha").unwrap(),
+            &Tokens {
+                service: "s",
+                admin: "a",
+                file: "/data/demo-tokens.env",
+            },
+        );
+        assert!(
+            text.contains("http://127.0.0.1:8002/agent-tools/business/list_meetings"),
+            "{text}"
+        );
+        assert!(text.contains(&format!("X-ACDM-User-Id: {DEMO_OPERATOR}")));
+        assert!(MEMBERS.iter().any(|(user, _)| *user == DEMO_OPERATOR));
+    }
+
+    #[test]
+    fn the_business_document_is_valid_complete_ahead_and_stable_within_a_week() {
+        use acdm_core::business::{MemberInfo, MilestoneStatus, ReportStatus};
+        let members: Vec<MemberInfo> = MEMBERS
+            .iter()
+            .map(|(user, role)| MemberInfo {
+                user_id: UserId::parse(user).unwrap(),
+                display_name: None,
+                role: *role,
+            })
+            .collect();
+        // A Wednesday and the Sunday after it: the same document.
+        let wednesday = "2026-11-25T16:00:00Z".parse().unwrap();
+        let doc = business_document(wednesday).unwrap();
+        let problems = crate::import::check(&doc, &members);
+        assert!(problems.is_empty(), "{:?}", problems.list());
+        assert_eq!(
+            doc,
+            business_document("2026-11-29T23:59:00Z".parse().unwrap()).unwrap()
+        );
+        let current = doc
+            .milestones
+            .iter()
+            .filter(|m| m.status == Some(MilestoneStatus::Current))
+            .count();
+        assert_eq!(current, 1);
+        for status in ReportStatus::ALL {
+            assert!(
+                doc.reports.iter().any(|r| r.status == Some(*status)),
+                "{status}"
+            );
+        }
+        assert_eq!(doc.meetings.len(), 6);
+        assert!(doc.meetings.iter().all(|m| m.starts_at > wednesday));
+        let with_files = doc
+            .meetings
+            .iter()
+            .filter(|m| !m.attachments.is_empty())
+            .count();
+        assert_eq!(with_files, 2);
+        assert!(doc.meta.is_some());
+    }
 
     #[test]
     fn the_tokens_are_made_once_kept_private_and_reused() {

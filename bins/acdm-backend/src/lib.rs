@@ -10,6 +10,7 @@
 //! - [`server`]: the connection loop (header-read timeout, connection cap);
 //! - [`periodic`]: the one way background rounds run every interval;
 //! - [`cli`]: the command line and the operator commands;
+//! - [`import`]: a project's business data from a JSON or TOML file;
 //! - [`demo`]: sample data and a running service for newcomers.
 //!
 //! **Architecture invariant:** composition only — this crate wires the
@@ -23,6 +24,7 @@ pub mod demo;
 pub mod gate;
 pub mod health;
 pub mod http;
+pub mod import;
 pub mod periodic;
 pub mod server;
 pub mod telemetry;

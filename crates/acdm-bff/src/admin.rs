@@ -1,5 +1,7 @@
 //! The operator API at `/admin` (spec §9): provisioning, the scope-cache
-//! reset, storage events (list, show, revert) and the kill switch, behind
+//! reset, storage events (list, show, revert), the kill switch and the
+//! business data a person edits (members' names, project meta, milestones,
+//! reports, meetings: journalled, actor `direct`), behind
 //! `Authorization: Bearer <ACDM_ADMIN_TOKEN>`.
 //!
 //! The binary mounts this router only when an admin token is configured;
@@ -21,12 +23,17 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::envelope::{Envelope, Failure, Outcome, failure};
 use crate::extract::{StrictJson, invalid_field, path_param};
+use crate::operator::{
+    AttachmentInput, MeetingInput, MetaInput, MilestoneInput, Operator, ReportInput, Written,
+};
 use crate::switch::KillSwitch;
+use acdm_core::business::{FileId, MeetingId, ReportId};
 
 /// What the operator API needs.
 #[derive(Clone)]
@@ -72,6 +79,23 @@ pub fn router(state: AdminState) -> Router {
             delete(remove_member),
         )
         .route("/admin/projects/{slug}/mounts", post(set_mount))
+        .route(
+            "/admin/projects/{slug}/members/{user_id}/name",
+            put(set_member_name),
+        )
+        .route("/admin/projects/{slug}/meta", put(set_meta))
+        .route(
+            "/admin/projects/{slug}/milestones/{seq}",
+            put(set_milestone),
+        )
+        .route("/admin/projects/{slug}/reports", post(create_report))
+        .route("/admin/projects/{slug}/reports/{id}", put(update_report))
+        .route("/admin/projects/{slug}/meetings", post(create_meeting))
+        .route("/admin/projects/{slug}/meetings/{id}", put(update_meeting))
+        .route(
+            "/admin/projects/{slug}/meetings/{id}/files",
+            post(attach_meeting_file),
+        )
         .route("/admin/agents", post(mount_agent).get(list_agents))
         .route("/admin/agents/{agent_name}", delete(unmount_agent))
         .route("/admin/scope-cache/reset", post(reset_scope_cache))
@@ -513,4 +537,206 @@ async fn set_kill_switch(
         }
     );
     ok(report, message)
+}
+
+// ---- business data, as a person -------------------------------------------
+
+/// A business body: the acting operator's `user_id` (recorded as a direct
+/// actor, as in a revert's body) beside the object's own fields, which
+/// are parsed strictly into `T` (an unknown field is named).
+fn acting<T: DeserializeOwned>(
+    mut body: serde_json::Map<String, serde_json::Value>,
+) -> Result<(UserId, T), Failure> {
+    let user = body.remove("user_id").ok_or_else(|| {
+        invalid_field(
+            "user_id",
+            "is required: the operator making the change (recorded as the event's direct actor)",
+        )
+    })?;
+    let user: UserId =
+        serde_json::from_value(user).map_err(|e| invalid_field("user_id", e.to_string()))?;
+    let value = serde_path_to_error::deserialize(serde_json::Value::Object(body))
+        .map_err(|e| invalid_field(&e.path().to_string(), e.inner().to_string()))?;
+    Ok((user, value))
+}
+
+type Body = StrictJson<serde_json::Map<String, serde_json::Value>>;
+
+/// The operator `user` acting on the project `slug`.
+async fn operator<'a>(
+    state: &'a AdminState,
+    slug: &str,
+    user: UserId,
+) -> Result<Operator<'a>, Failure> {
+    let slug = slug_param(slug)?;
+    let project = state.store.project(&slug).await?.project.to_ref();
+    Ok(Operator::new(&state.journal, project, user))
+}
+
+fn written<T: Serialize>(written: Written<T>, what: String) -> Reply {
+    let message = match written.event_id {
+        Some(event) => format!("{what} (event {event}, revertible)"),
+        None => format!("{what}: unchanged, nothing recorded"),
+    };
+    ok(written, message)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemberName {
+    #[serde(default)]
+    display_name: Option<String>,
+}
+
+async fn set_member_name(
+    State(state): State<AdminState>,
+    Path((slug, member)): Path<(String, String)>,
+    StrictJson(body): Body,
+) -> Reply {
+    let member = path_param("user_id", &member, UserId::parse)?;
+    let (user, input): (_, MemberName) = acting(body)?;
+    let operator = operator(&state, &slug, user).await?;
+    let result = operator
+        .set_member_name(&member, input.display_name)
+        .await?;
+    let what = match &result.record.display_name {
+        Some(name) => format!("`{member}` is called \"{name}\""),
+        None => format!("`{member}` has no display name"),
+    };
+    written(result, what)
+}
+
+async fn set_meta(
+    State(state): State<AdminState>,
+    Path(slug): Path<String>,
+    StrictJson(body): Body,
+) -> Reply {
+    let (user, input): (_, MetaInput) = acting(body)?;
+    let operator = operator(&state, &slug, user).await?;
+    let result = operator.set_meta(&input).await?;
+    let what = format!(
+        "project \"{}\" is {}",
+        result.record.name, result.record.status
+    );
+    written(result, what)
+}
+
+async fn set_milestone(
+    State(state): State<AdminState>,
+    Path((slug, seq)): Path<(String, String)>,
+    StrictJson(body): Body,
+) -> Reply {
+    let seq = path_param("seq", &seq, |s| {
+        s.parse::<u32>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or("must be a whole number from 1")
+    })?;
+    let (user, input): (_, MilestoneInput) = acting(body)?;
+    let operator = operator(&state, &slug, user).await?;
+    let result = operator.set_milestone(seq, &input).await?;
+    let what = format!(
+        "milestone {seq} \"{}\" is {}",
+        result.record.title, result.record.status
+    );
+    written(result, what)
+}
+
+async fn create_report(
+    State(state): State<AdminState>,
+    Path(slug): Path<String>,
+    StrictJson(body): Body,
+) -> Reply {
+    let (user, input): (_, ReportInput) = acting(body)?;
+    let operator = operator(&state, &slug, user).await?;
+    let result = operator
+        .create_report(ReportId::new_random(), &input)
+        .await?;
+    let what = format!(
+        "report \"{}\" created ({})",
+        result.record.title, result.record.status
+    );
+    written(result, what)
+}
+
+/// Splits an optional `if_version` off a body.
+fn if_version(
+    body: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<Option<i64>, Failure> {
+    body.remove("if_version")
+        .filter(|v| !v.is_null())
+        .map(|v| {
+            v.as_i64()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| invalid_field("if_version", "must be a version number (1 or more)"))
+        })
+        .transpose()
+}
+
+async fn update_report(
+    State(state): State<AdminState>,
+    Path((slug, id)): Path<(String, String)>,
+    StrictJson(mut body): Body,
+) -> Reply {
+    let id = path_param("id", &id, |s| s.parse::<ReportId>())?;
+    let if_version = if_version(&mut body)?;
+    let (user, input): (_, ReportInput) = acting(body)?;
+    let operator = operator(&state, &slug, user).await?;
+    let result = operator.update_report(id, &input, if_version).await?;
+    let what = format!(
+        "report \"{}\" is {} (version {})",
+        result.record.title, result.record.status, result.record.version
+    );
+    written(result, what)
+}
+
+async fn create_meeting(
+    State(state): State<AdminState>,
+    Path(slug): Path<String>,
+    StrictJson(body): Body,
+) -> Reply {
+    let (user, input): (_, MeetingInput) = acting(body)?;
+    let operator = operator(&state, &slug, user).await?;
+    let result = operator
+        .create_meeting(MeetingId::new_random(), &input)
+        .await?;
+    let what = format!(
+        "meeting \"{}\" created for {}",
+        result.record.title,
+        result.record.starts_at.to_rfc3339()
+    );
+    written(result, what)
+}
+
+async fn update_meeting(
+    State(state): State<AdminState>,
+    Path((slug, id)): Path<(String, String)>,
+    StrictJson(mut body): Body,
+) -> Reply {
+    let id = path_param("id", &id, |s| s.parse::<MeetingId>())?;
+    let if_version = if_version(&mut body)?;
+    let (user, input): (_, MeetingInput) = acting(body)?;
+    let operator = operator(&state, &slug, user).await?;
+    let result = operator.update_meeting(id, &input, if_version).await?;
+    let what = format!(
+        "meeting \"{}\" is at version {}",
+        result.record.title, result.record.version
+    );
+    written(result, what)
+}
+
+async fn attach_meeting_file(
+    State(state): State<AdminState>,
+    Path((slug, id)): Path<(String, String)>,
+    StrictJson(body): Body,
+) -> Reply {
+    let id = path_param("id", &id, |s| s.parse::<MeetingId>())?;
+    let (user, input): (_, AttachmentInput) = acting(body)?;
+    let operator = operator(&state, &slug, user).await?;
+    let result = operator.attach(id, FileId::new_random(), &input).await?;
+    let what = format!(
+        "`{}` attached to meeting {id} at {}:/{}",
+        result.record.name, result.record.mount, result.record.rel_path
+    );
+    written(result, what)
 }

@@ -14,7 +14,9 @@
 //!   reports, members, project meta), role-checked, writing through the
 //!   journal;
 //! - [`switch`]: the kill switch for agents' file writes;
-//! - [`admin`]: the operator API at `/admin`.
+//! - [`admin`]: the operator API at `/admin`;
+//! - [`operator`]: business writes by a person (actor `direct`), shared by
+//!   the operator API, the CLI and `import`.
 //!
 //! **Filled further by the BFF issues:** the project overview joins
 //! [`agent_tools`].
@@ -27,6 +29,7 @@ pub mod business;
 pub mod envelope;
 pub mod extract;
 pub mod nc;
+pub mod operator;
 pub mod pipeline;
 pub mod switch;
 
