@@ -891,10 +891,14 @@ impl Ctx {
             })?;
         let mounts = self.mounts().await?;
         let mut remove = Vec::new();
-        if let Some(path) = Self::file_path(&mounts, &file)
-            && self.state.files.stat(&path).await.is_ok()
-        {
-            remove.push(path);
+        if let Some(path) = Self::file_path(&mounts, &file) {
+            // Only a file surely gone is left out: a store that cannot
+            // answer now must not leave the file without its row.
+            match self.state.files.stat(&path).await {
+                Ok(_) => remove.push(path),
+                Err(SourceError::NotFound(_)) => {}
+                Err(error) => return Err(error.into()),
+            }
         }
         let params = json!({ "meeting_id": meeting.meeting_id, "file_id": file.file_id, "rel_path": file.rel_path });
         let changed = self

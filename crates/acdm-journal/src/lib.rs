@@ -565,7 +565,7 @@ impl Journal {
         let (plan, undo) = revert_plan(
             &original.undo,
             &trash,
-            chrono::Utc::now(),
+            chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 6),
             actor.user_id.as_ref(),
         )
         .map_err(|e| JournalError::Conflict(e.to_string()))?;

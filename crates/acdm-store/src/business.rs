@@ -492,7 +492,7 @@ async fn insert_row(tx: &mut Tx, project: ProjectId, row: &RowImage) -> Result<(
             write_attendees(tx, m).await?;
         }
         RowImage::MeetingFile(f) => {
-            with_tx!(tx, t => sqlx::query(
+            let inserted = with_tx!(tx, t => sqlx::query(
                 "INSERT INTO meeting_files (id, meeting_id, project_id, mount, rel_path, name, size, etag, \
                  content_type, added_by, added_at, missing, checked_at) \
                  SELECT $1, m.id, m.project_id, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL \
@@ -512,6 +512,12 @@ async fn insert_row(tx: &mut Tx, project: ProjectId, row: &RowImage) -> Result<(
             .bind(&project_id)
             .execute(&mut **t)
             .await?.rows_affected());
+            if inserted == 0 {
+                return Err(StoreError::Stale {
+                    what: row.key().to_string(),
+                    detail: format!("its meeting {} is gone", f.meeting_id),
+                });
+            }
         }
         RowImage::Report(r) => {
             with_tx!(tx, t => sqlx::query(
@@ -535,7 +541,7 @@ async fn insert_row(tx: &mut Tx, project: ProjectId, row: &RowImage) -> Result<(
             .await?.rows_affected());
         }
         RowImage::ReportTransition(tr) => {
-            with_tx!(tx, t => sqlx::query(
+            let inserted = with_tx!(tx, t => sqlx::query(
                 "INSERT INTO report_transitions (report_id, seq, from_status, to_status, user_id, comment, at) \
                  SELECT r.id, $2, $3, $4, $5, $6, $7 FROM reports r WHERE r.id = $1 AND r.project_id = $8",
             )
@@ -549,6 +555,12 @@ async fn insert_row(tx: &mut Tx, project: ProjectId, row: &RowImage) -> Result<(
             .bind(&project_id)
             .execute(&mut **t)
             .await?.rows_affected());
+            if inserted == 0 {
+                return Err(StoreError::Stale {
+                    what: row.key().to_string(),
+                    detail: format!("its report {} is gone", tr.report_id),
+                });
+            }
         }
         RowImage::Milestone(m) => {
             with_tx!(tx, t => sqlx::query(
@@ -802,10 +814,42 @@ async fn apply_row(
             });
         }
     }
-    match (current.is_some(), after) {
+    let written = match (current.is_some(), after) {
         (_, None) => delete_row(tx, project, &key).await,
         (false, Some(row)) => insert_row(tx, project, row).await,
         (true, Some(row)) => update_row(tx, project, row).await,
+    };
+    written.map_err(|error| broken_rule(error, &key))
+}
+
+/// A write the database refused for one of its rules (a foreign key — a
+/// meeting that still has files, a file whose meeting is gone —, a
+/// uniqueness — a second current milestone —, a check) is a plan that no
+/// longer fits the data: `Stale`, answered as a conflict, with the whole
+/// transaction rolled back. The same on both databases (PostgreSQL meets
+/// some of these races only here; SQLite's serial writers see them as a
+/// changed row first).
+fn broken_rule(error: StoreError, key: &RowKey) -> StoreError {
+    let rule = match &error {
+        StoreError::Conflict(_) => Some("another row has the same key"),
+        StoreError::Database(sqlx::Error::Database(db)) => match db.kind() {
+            sqlx::error::ErrorKind::ForeignKeyViolation => {
+                Some("rows that belong to it (or that it belongs to) changed")
+            }
+            sqlx::error::ErrorKind::UniqueViolation => Some("another row has the same key"),
+            sqlx::error::ErrorKind::CheckViolation | sqlx::error::ErrorKind::NotNullViolation => {
+                Some("the new values break a rule of the data")
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    match rule {
+        Some(rule) => StoreError::Stale {
+            what: key.to_string(),
+            detail: rule.to_owned(),
+        },
+        None => error,
     }
 }
 

@@ -206,7 +206,11 @@ async fn rows_change_with_their_event_and_only_from_the_state_they_were_planned_
             )],
         )
         .await;
-        assert!(second.is_err(), "{}: two current milestones", db.name);
+        assert!(
+            matches!(second, Err(StoreError::Stale { .. })),
+            "{}: two current milestones: {second:?}",
+            db.name
+        );
         assert_eq!(
             s.milestones(p.id).await.unwrap(),
             vec![milestone(1, MilestoneStatus::Current)],
@@ -238,10 +242,25 @@ async fn rows_change_with_their_event_and_only_from_the_state_they_were_planned_
         .unwrap();
         let orphaning = write(s, p.id, vec![(Some(RowImage::Meeting(v2.clone())), None)]).await;
         assert!(
-            orphaning.is_err(),
-            "{}: a meeting with files cannot be deleted alone",
+            matches!(orphaning, Err(StoreError::Stale { .. })),
+            "{}: a meeting with files cannot be deleted alone: {orphaning:?}",
             db.name
         );
+        // A file row for a meeting that is not there is refused, not
+        // silently left out.
+        let stray = MeetingFile {
+            file_id: FileId::new_random(),
+            meeting_id: MeetingId::new_random(),
+            rel_path: "meetings/none/x.txt".into(),
+            ..file.clone()
+        };
+        let stray = write(s, p.id, vec![(None, Some(RowImage::MeetingFile(stray)))]).await;
+        match stray {
+            Err(StoreError::Stale { detail, .. }) => {
+                assert!(detail.contains("is gone"), "{}: {detail}", db.name);
+            }
+            other => panic!("{}: {other:?}", db.name),
+        }
         let found = |path: &'static str| {
             let s = s.clone();
             async move {
