@@ -18,8 +18,8 @@ use acdm_core::business::wire::{
     UpdateReportStatusRequest,
 };
 use acdm_core::business::{
-    Access, Cursor, FieldError, FileId, Meeting, MeetingFile, MeetingId, ReportStatus,
-    ReportTransition, RowImage, check_line, check_meeting_span, check_text, check_window, limits,
+    Cursor, FieldError, FileId, Meeting, MeetingFile, MeetingId, ReportStatus, ReportTransition,
+    RowImage, check_line, check_meeting_span, check_text, check_window, limits,
 };
 use acdm_core::domain::{DEFAULT_MOUNT, Mount};
 use acdm_core::events::{Actor, EventOp};
@@ -1168,11 +1168,6 @@ impl Ctx {
         let message = format!("project \"{}\" is {}", meta.name, meta.status);
         ok(meta, message)
     }
-}
-
-/// The access each business operation needs, for the role table's test.
-pub fn access_of(op: BusinessOp) -> Access {
-    op.access()
 }
 
 /// What one round of the attachment sweep found.
