@@ -177,6 +177,11 @@ name_enum!(
         SetProjectMeta = "set_project_meta",
         /// An operator created or edited a milestone.
         SetMilestone = "set_milestone",
+        /// `project/milestone/advance`: the current milestone done, the
+        /// next one current (the last one ⇒ the project completed).
+        AdvanceMilestone = "advance_milestone",
+        /// An operator wrote the statement of work.
+        SetSow = "set_sow",
     }
 );
 

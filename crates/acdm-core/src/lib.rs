@@ -17,6 +17,7 @@ pub mod names;
 pub mod nc;
 pub mod ops;
 pub mod path;
+pub mod project;
 pub mod protocol;
 pub mod scope;
 mod text;

@@ -1,26 +1,18 @@
 //! Synchronous calls for call sites that are not async (feature
-//! `blocking`). Each client owns a small current-thread runtime; do not
-//! call it from inside an async runtime (use [`crate::HarnessClient`]
-//! there).
+//! `blocking`). Each client owns a small current-thread runtime. Called
+//! from a plain thread, a call runs on that runtime right there; called
+//! from synchronous code that itself runs inside an async runtime (a
+//! prompt builder called from a task), it runs on a helper thread and
+//! blocks only the calling thread — it never nests runtimes or panics.
+//! Async code should prefer [`crate::HarnessClient`].
 
 use std::cell::RefCell;
 
-use acdm_core::business::wire::{
-    AttachMeetingFileRequest, BusinessOp, CalendarEntry, CreateMeetingRequest, DeleteMeetingData,
-    DeleteMeetingFileRequest, DeleteMeetingRequest, EmptyRequest, ListCalendarRequest,
-    ListMeetingsRequest, ListReportsRequest, MeetingData, MeetingFileWritten, MeetingRequest,
-    MeetingWritten, Paged, ReportRequest, ReportStatusData, UpdateMeetingRequest,
-    UpdateReportStatusRequest,
-};
-use acdm_core::business::{Meeting, MeetingFile, MemberInfo, ProjectMeta, Report, ReportDetails};
-use acdm_core::nc::{
-    DeleteData, DeleteRequest, ListData, ListMountsRequest, ListRequest, MountsData, MoveData,
-    MoveRequest, NcOp, ReadData, ReadRequest, SearchData, SearchRequest, WriteData, WriteRequest,
-};
 use acdm_core::{ErrorCode, Identity, ToolResponse};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::client::Verb;
 use crate::config::{ClientConfig, ConfigError};
 
 thread_local! {
@@ -61,174 +53,93 @@ impl BlockingClient {
         Self::new(ClientConfig::from_env()?)
     }
 
-    fn run<Req: Serialize + ?Sized, Resp: DeserializeOwned>(
+    fn run<Req: Serialize + Sync + ?Sized, Resp: DeserializeOwned + Send>(
         &self,
         identity: Option<Identity>,
+        verb: Verb,
         path: &str,
         body: &Req,
     ) -> ToolResponse<Resp> {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            return ToolResponse::failure(
-                ErrorCode::InternalError,
-                "the blocking harness client was called from async code; use HarnessClient there",
-            );
+        let call = || {
+            self.runtime
+                .block_on(self.inner.send(identity, verb, path, body))
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return call();
         }
-        self.runtime.block_on(self.inner.send(identity, path, body))
+        // Inside a runtime this thread may not block on another runtime:
+        // the call runs on a helper thread while this one waits.
+        std::thread::scope(|scope| scope.spawn(call).join()).unwrap_or_else(|_| {
+            ToolResponse::failure(
+                ErrorCode::InternalError,
+                "the blocking harness call failed on its helper thread",
+            )
+        })
     }
 
     /// [`crate::HarnessClient::call`], blocking, as the thread's identity
     /// (see [`with_identity`]).
-    pub fn call<Req: Serialize + ?Sized, Resp: DeserializeOwned>(
+    pub fn call<Req: Serialize + Sync + ?Sized, Resp: DeserializeOwned + Send>(
         &self,
         path: &str,
         body: &Req,
     ) -> ToolResponse<Resp> {
         let identity = IDENTITY.with(|slot| slot.borrow().clone());
-        self.run(identity, path, body)
+        self.run(identity, Verb::Post, path, body)
+    }
+
+    /// [`crate::HarnessClient::get`], blocking, as the thread's identity.
+    pub fn get<Resp: DeserializeOwned + Send>(&self, path: &str) -> ToolResponse<Resp> {
+        let identity = IDENTITY.with(|slot| slot.borrow().clone());
+        self.run(identity, Verb::Get, path, &())
     }
 
     /// [`Self::call`] as an explicit identity.
-    pub fn call_as<Req: Serialize + ?Sized, Resp: DeserializeOwned>(
+    pub fn call_as<Req: Serialize + Sync + ?Sized, Resp: DeserializeOwned + Send>(
         &self,
         identity: &Identity,
         path: &str,
         body: &Req,
     ) -> ToolResponse<Resp> {
-        self.run(Some(identity.clone()), path, body)
+        self.run(Some(identity.clone()), Verb::Post, path, body)
     }
 
-    /// `nc/list_mounts`.
-    pub fn nc_list_mounts(&self) -> ToolResponse<MountsData> {
-        self.call(NcOp::ListMounts.path(), &ListMountsRequest {})
+    /// This client acting as `identity`, whatever the thread's identity
+    /// is: for code that runs before any agent-run context exists (prompt
+    /// building).
+    pub fn as_identity(&self, identity: Identity) -> BlockingScoped<'_> {
+        BlockingScoped {
+            client: self,
+            identity,
+        }
     }
 
-    /// `nc/list`.
-    pub fn nc_list(&self, request: &ListRequest) -> ToolResponse<ListData> {
-        self.call(NcOp::List.path(), request)
-    }
+    crate::methods::typed_methods!(;);
+}
 
-    /// `nc/read`.
-    pub fn nc_read(&self, request: &ReadRequest) -> ToolResponse<ReadData> {
-        self.call(NcOp::Read.path(), request)
-    }
+/// The blocking client with an explicit identity.
+#[derive(Debug)]
+pub struct BlockingScoped<'a> {
+    client: &'a BlockingClient,
+    identity: Identity,
+}
 
-    /// `nc/search`.
-    pub fn nc_search(&self, request: &SearchRequest) -> ToolResponse<SearchData> {
-        self.call(NcOp::Search.path(), request)
-    }
-
-    /// `nc/write`.
-    pub fn nc_write(&self, request: &WriteRequest) -> ToolResponse<WriteData> {
-        self.call(NcOp::Write.path(), request)
-    }
-
-    /// `nc/delete`.
-    pub fn nc_delete(&self, request: &DeleteRequest) -> ToolResponse<DeleteData> {
-        self.call(NcOp::Delete.path(), request)
-    }
-
-    /// `nc/move`.
-    pub fn nc_move(&self, request: &MoveRequest) -> ToolResponse<MoveData> {
-        self.call(NcOp::Move.path(), request)
-    }
-
-    /// `business/list_meetings`.
-    pub fn business_list_meetings(
+impl BlockingScoped<'_> {
+    /// [`BlockingClient::call`] as this identity.
+    pub fn call<Req: Serialize + Sync + ?Sized, Resp: DeserializeOwned + Send>(
         &self,
-        request: &ListMeetingsRequest,
-    ) -> ToolResponse<Paged<Meeting>> {
-        self.call(BusinessOp::ListMeetings.path(), request)
+        path: &str,
+        body: &Req,
+    ) -> ToolResponse<Resp> {
+        self.client
+            .run(Some(self.identity.clone()), Verb::Post, path, body)
     }
 
-    /// `business/get_meeting`.
-    pub fn business_get_meeting(&self, request: &MeetingRequest) -> ToolResponse<MeetingData> {
-        self.call(BusinessOp::GetMeeting.path(), request)
+    /// [`BlockingClient::get`] as this identity.
+    pub fn get<Resp: DeserializeOwned + Send>(&self, path: &str) -> ToolResponse<Resp> {
+        self.client
+            .run(Some(self.identity.clone()), Verb::Get, path, &())
     }
 
-    /// `business/create_meeting`.
-    pub fn business_create_meeting(
-        &self,
-        request: &CreateMeetingRequest,
-    ) -> ToolResponse<MeetingWritten> {
-        self.call(BusinessOp::CreateMeeting.path(), request)
-    }
-
-    /// `business/update_meeting`.
-    pub fn business_update_meeting(
-        &self,
-        request: &UpdateMeetingRequest,
-    ) -> ToolResponse<MeetingWritten> {
-        self.call(BusinessOp::UpdateMeeting.path(), request)
-    }
-
-    /// `business/delete_meeting`.
-    pub fn business_delete_meeting(
-        &self,
-        request: &DeleteMeetingRequest,
-    ) -> ToolResponse<DeleteMeetingData> {
-        self.call(BusinessOp::DeleteMeeting.path(), request)
-    }
-
-    /// `business/list_meeting_files`.
-    pub fn business_list_meeting_files(
-        &self,
-        request: &MeetingRequest,
-    ) -> ToolResponse<Paged<MeetingFile>> {
-        self.call(BusinessOp::ListMeetingFiles.path(), request)
-    }
-
-    /// `business/attach_meeting_file`.
-    pub fn business_attach_meeting_file(
-        &self,
-        request: &AttachMeetingFileRequest,
-    ) -> ToolResponse<MeetingFileWritten> {
-        self.call(BusinessOp::AttachMeetingFile.path(), request)
-    }
-
-    /// `business/delete_meeting_file`.
-    pub fn business_delete_meeting_file(
-        &self,
-        request: &DeleteMeetingFileRequest,
-    ) -> ToolResponse<MeetingFileWritten> {
-        self.call(BusinessOp::DeleteMeetingFile.path(), request)
-    }
-
-    /// `business/list_calendar`.
-    pub fn business_list_calendar(
-        &self,
-        request: &ListCalendarRequest,
-    ) -> ToolResponse<Paged<CalendarEntry>> {
-        self.call(BusinessOp::ListCalendar.path(), request)
-    }
-
-    /// `business/list_reports`.
-    pub fn business_list_reports(
-        &self,
-        request: &ListReportsRequest,
-    ) -> ToolResponse<Paged<Report>> {
-        self.call(BusinessOp::ListReports.path(), request)
-    }
-
-    /// `business/get_report`.
-    pub fn business_get_report(&self, request: &ReportRequest) -> ToolResponse<ReportDetails> {
-        self.call(BusinessOp::GetReport.path(), request)
-    }
-
-    /// `business/update_report_status`.
-    pub fn business_update_report_status(
-        &self,
-        request: &UpdateReportStatusRequest,
-    ) -> ToolResponse<ReportStatusData> {
-        self.call(BusinessOp::UpdateReportStatus.path(), request)
-    }
-
-    /// `business/list_members`.
-    pub fn business_list_members(&self) -> ToolResponse<Paged<MemberInfo>> {
-        self.call(BusinessOp::ListMembers.path(), &EmptyRequest {})
-    }
-
-    /// `business/get_project_meta`.
-    pub fn business_get_project_meta(&self) -> ToolResponse<ProjectMeta> {
-        self.call(BusinessOp::GetProjectMeta.path(), &EmptyRequest {})
-    }
+    crate::methods::typed_methods!(;);
 }

@@ -15,18 +15,6 @@
 
 use std::sync::Arc;
 
-use acdm_core::business::wire::{
-    AttachMeetingFileRequest, BusinessOp, CalendarEntry, CreateMeetingRequest, DeleteMeetingData,
-    DeleteMeetingFileRequest, DeleteMeetingRequest, EmptyRequest, ListCalendarRequest,
-    ListMeetingsRequest, ListReportsRequest, MeetingData, MeetingFileWritten, MeetingRequest,
-    MeetingWritten, Paged, ReportRequest, ReportStatusData, UpdateMeetingRequest,
-    UpdateReportStatusRequest,
-};
-use acdm_core::business::{Meeting, MeetingFile, MemberInfo, ProjectMeta, Report, ReportDetails};
-use acdm_core::nc::{
-    DeleteData, DeleteRequest, ListData, ListMountsRequest, ListRequest, MountsData, MoveData,
-    MoveRequest, NcOp, ReadData, ReadRequest, SearchData, SearchRequest, WriteData, WriteRequest,
-};
 use acdm_core::{ErrorCode, Identity, ToolResponse, headers};
 use reqwest::Client;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
@@ -45,169 +33,7 @@ const EXCERPT_CHARS: usize = 200;
 /// Bytes of a response body read at most.
 const MAX_BODY_BYTES: usize = 16 << 20;
 
-/// The typed nc methods, over `self.call` (the same for the client with
-/// the ambient identity and for [`Scoped`]).
-macro_rules! nc_methods {
-    () => {
-        /// `nc/list_mounts`: the project's mounts.
-        pub async fn nc_list_mounts(&self) -> ToolResponse<MountsData> {
-            self.call(NcOp::ListMounts.path(), &ListMountsRequest {})
-                .await
-        }
-
-        /// `nc/list`: one folder level.
-        pub async fn nc_list(&self, request: &ListRequest) -> ToolResponse<ListData> {
-            self.call(NcOp::List.path(), request).await
-        }
-
-        /// `nc/read`: a window of a file.
-        pub async fn nc_read(&self, request: &ReadRequest) -> ToolResponse<ReadData> {
-            self.call(NcOp::Read.path(), request).await
-        }
-
-        /// `nc/search`: files inside the project's mounts.
-        pub async fn nc_search(&self, request: &SearchRequest) -> ToolResponse<SearchData> {
-            self.call(NcOp::Search.path(), request).await
-        }
-
-        /// `nc/write`: create or overwrite a file (recorded, revertible).
-        pub async fn nc_write(&self, request: &WriteRequest) -> ToolResponse<WriteData> {
-            self.call(NcOp::Write.path(), request).await
-        }
-
-        /// `nc/delete`: a dry run unless `dry_run` is false.
-        pub async fn nc_delete(&self, request: &DeleteRequest) -> ToolResponse<DeleteData> {
-            self.call(NcOp::Delete.path(), request).await
-        }
-
-        /// `nc/move`: rename or move (never over an existing item unless asked).
-        pub async fn nc_move(&self, request: &MoveRequest) -> ToolResponse<MoveData> {
-            self.call(NcOp::Move.path(), request).await
-        }
-    };
-}
-
-/// The typed business methods (spec §6.2), over `self.call`, like
-/// [`nc_methods`]: paths from [`BusinessOp`], request and data types from
-/// `acdm_core::business::wire` (the ones the BFF parses and sends).
-macro_rules! business_methods {
-    () => {
-        /// `business/list_meetings`: meetings in a window, by start, paged.
-        pub async fn business_list_meetings(
-            &self,
-            request: &ListMeetingsRequest,
-        ) -> ToolResponse<Paged<Meeting>> {
-            self.call(BusinessOp::ListMeetings.path(), request).await
-        }
-
-        /// `business/get_meeting`: one meeting with its files.
-        pub async fn business_get_meeting(
-            &self,
-            request: &MeetingRequest,
-        ) -> ToolResponse<MeetingData> {
-            self.call(BusinessOp::GetMeeting.path(), request).await
-        }
-
-        /// `business/create_meeting` (recorded, revertible).
-        pub async fn business_create_meeting(
-            &self,
-            request: &CreateMeetingRequest,
-        ) -> ToolResponse<MeetingWritten> {
-            self.call(BusinessOp::CreateMeeting.path(), request).await
-        }
-
-        /// `business/update_meeting`: a stale `if_version` is a `conflict`
-        /// naming the current version (its `data` does not fit
-        /// [`MeetingWritten`] and is dropped; use `call` to keep it).
-        pub async fn business_update_meeting(
-            &self,
-            request: &UpdateMeetingRequest,
-        ) -> ToolResponse<MeetingWritten> {
-            self.call(BusinessOp::UpdateMeeting.path(), request).await
-        }
-
-        /// `business/delete_meeting`: a dry run unless `dry_run` is false.
-        pub async fn business_delete_meeting(
-            &self,
-            request: &DeleteMeetingRequest,
-        ) -> ToolResponse<DeleteMeetingData> {
-            self.call(BusinessOp::DeleteMeeting.path(), request).await
-        }
-
-        /// `business/list_meeting_files`: a meeting's files.
-        pub async fn business_list_meeting_files(
-            &self,
-            request: &MeetingRequest,
-        ) -> ToolResponse<Paged<MeetingFile>> {
-            self.call(BusinessOp::ListMeetingFiles.path(), request)
-                .await
-        }
-
-        /// `business/attach_meeting_file`: write and register a file.
-        pub async fn business_attach_meeting_file(
-            &self,
-            request: &AttachMeetingFileRequest,
-        ) -> ToolResponse<MeetingFileWritten> {
-            self.call(BusinessOp::AttachMeetingFile.path(), request)
-                .await
-        }
-
-        /// `business/delete_meeting_file`: the file into the trash, the row
-        /// removed.
-        pub async fn business_delete_meeting_file(
-            &self,
-            request: &DeleteMeetingFileRequest,
-        ) -> ToolResponse<MeetingFileWritten> {
-            self.call(BusinessOp::DeleteMeetingFile.path(), request)
-                .await
-        }
-
-        /// `business/list_calendar`: meetings and milestone due dates.
-        pub async fn business_list_calendar(
-            &self,
-            request: &ListCalendarRequest,
-        ) -> ToolResponse<Paged<CalendarEntry>> {
-            self.call(BusinessOp::ListCalendar.path(), request).await
-        }
-
-        /// `business/list_reports`: newest first, paged.
-        pub async fn business_list_reports(
-            &self,
-            request: &ListReportsRequest,
-        ) -> ToolResponse<Paged<Report>> {
-            self.call(BusinessOp::ListReports.path(), request).await
-        }
-
-        /// `business/get_report`: one report with its history.
-        pub async fn business_get_report(
-            &self,
-            request: &ReportRequest,
-        ) -> ToolResponse<ReportDetails> {
-            self.call(BusinessOp::GetReport.path(), request).await
-        }
-
-        /// `business/update_report_status`: one move of the approval flow.
-        pub async fn business_update_report_status(
-            &self,
-            request: &UpdateReportStatusRequest,
-        ) -> ToolResponse<ReportStatusData> {
-            self.call(BusinessOp::UpdateReportStatus.path(), request)
-                .await
-        }
-
-        /// `business/list_members`: the project's members.
-        pub async fn business_list_members(&self) -> ToolResponse<Paged<MemberInfo>> {
-            self.call(BusinessOp::ListMembers.path(), &EmptyRequest {})
-                .await
-        }
-
-        /// `business/get_project_meta`: the project's meta.
-        pub async fn business_get_project_meta(&self) -> ToolResponse<ProjectMeta> {
-            self.call(BusinessOp::GetProjectMeta.path(), &EmptyRequest {})
-                .await
-        }
-    };
-}
+use crate::methods::typed_methods;
 
 /// The client; cheap to clone, one per process is enough.
 #[derive(Clone)]
@@ -292,12 +118,19 @@ impl HarnessClient {
         path: &str,
         body: &Req,
     ) -> ToolResponse<Resp> {
-        self.send(current_identity(), path, body).await
+        self.send(current_identity(), Verb::Post, path, body).await
+    }
+
+    /// Calls `GET <base>/<path>` (the project reads) as the ambient
+    /// identity, like [`Self::call`].
+    pub async fn get<Resp: DeserializeOwned>(&self, path: &str) -> ToolResponse<Resp> {
+        self.send(current_identity(), Verb::Get, path, &()).await
     }
 
     pub(crate) async fn send<Req: Serialize + ?Sized, Resp: DeserializeOwned>(
         &self,
         identity: Option<Identity>,
+        verb: Verb,
         path: &str,
         body: &Req,
     ) -> ToolResponse<Resp> {
@@ -350,17 +183,20 @@ impl HarnessClient {
                 }
             }
         }
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let body = match serde_json::to_vec(body) {
-            Ok(body) => body,
-            Err(_) => {
-                return ToolResponse::failure(
-                    ErrorCode::InternalError,
-                    "the request could not be encoded as JSON",
-                );
+        let request = match verb {
+            Verb::Get => self.http.get(url).headers(headers),
+            Verb::Post => {
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                let Ok(body) = serde_json::to_vec(body) else {
+                    return ToolResponse::failure(
+                        ErrorCode::InternalError,
+                        "the request could not be encoded as JSON",
+                    );
+                };
+                self.http.post(url).headers(headers).body(body)
             }
         };
-        let answer = self.http.post(url).headers(headers).body(body).send().await;
+        let answer = request.send().await;
         let response = match answer {
             Ok(response) => response,
             Err(error) => return transport_failure(&error, self.config.timeout.as_secs()),
@@ -373,8 +209,7 @@ impl HarnessClient {
         interpret(status, &bytes)
     }
 
-    nc_methods!();
-    business_methods!();
+    typed_methods!(async; .await);
 }
 
 impl Scoped<'_> {
@@ -385,12 +220,27 @@ impl Scoped<'_> {
         body: &Req,
     ) -> ToolResponse<Resp> {
         self.client
-            .send(Some(self.identity.clone()), path, body)
+            .send(Some(self.identity.clone()), Verb::Post, path, body)
             .await
     }
 
-    nc_methods!();
-    business_methods!();
+    /// [`HarnessClient::get`] as this identity.
+    pub async fn get<Resp: DeserializeOwned>(&self, path: &str) -> ToolResponse<Resp> {
+        self.client
+            .send(Some(self.identity.clone()), Verb::Get, path, &())
+            .await
+    }
+
+    typed_methods!(async; .await);
+}
+
+/// The HTTP method of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verb {
+    /// The project reads without input.
+    Get,
+    /// Everything else, with a JSON body.
+    Post,
 }
 
 async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, reqwest::Error> {

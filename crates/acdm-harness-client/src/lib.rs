@@ -1,10 +1,11 @@
 //! acdm-harness-client: the typed four-header client the agent engine
 //! embeds to call the Agent Tools BFF (spec §7).
 //!
-//! - **Typed**: one method per endpoint (`nc_*`, `business_*`), with the
-//!   request and response types of [`acdm_core::nc`] and
-//!   [`acdm_core::business::wire`] — the very types the backend parses and
-//!   sends, so the two sides cannot drift.
+//! - **Typed**: one method per endpoint (`nc_*`, `business_*`,
+//!   `project_*`), with the request and response types of
+//!   [`acdm_core::nc`], [`acdm_core::business::wire`] and
+//!   [`acdm_core::project`] — the very types the backend parses and sends,
+//!   so the two sides cannot drift.
 //! - **Identity from context**: the engine sets the caller once per agent
 //!   run with [`with_identity`]; every call in that task sends the three
 //!   identity headers. Code that runs before that context exists (prompt
@@ -48,6 +49,7 @@
 mod client;
 mod config;
 mod context;
+mod methods;
 
 #[cfg(feature = "blocking")]
 pub mod blocking;

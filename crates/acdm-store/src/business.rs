@@ -10,7 +10,7 @@ use acdm_core::UserId;
 use acdm_core::business::{
     Cursor, FileId, Meeting, MeetingFile, MeetingId, MemberInfo, Milestone, MilestoneStatus,
     ProjectMeta, ProjectStatus, Report, ReportDetails, ReportId, ReportKind, ReportStatus,
-    ReportTransition, RowImage, RowKey,
+    ReportTransition, RowImage, RowKey, StatementOfWork,
 };
 use acdm_core::domain::{MemberRole, ProjectId, ProjectRef};
 use acdm_core::events::{EventId, Step, StorageEvent};
@@ -41,11 +41,14 @@ pub enum CalendarItem {
     Milestone(Milestone),
 }
 
-fn corrupt(table: &'static str, detail: impl std::fmt::Display) -> StoreError {
+pub(crate) fn corrupt(table: &'static str, detail: impl std::fmt::Display) -> StoreError {
     StoreError::corrupt(table, detail)
 }
 
-fn user(table: &'static str, value: Option<String>) -> Result<Option<UserId>, StoreError> {
+pub(crate) fn user(
+    table: &'static str,
+    value: Option<String>,
+) -> Result<Option<UserId>, StoreError> {
     value
         .as_deref()
         .map(UserId::parse)
@@ -53,7 +56,7 @@ fn user(table: &'static str, value: Option<String>) -> Result<Option<UserId>, St
         .map_err(|e| corrupt(table, format!("user id: {e}")))
 }
 
-fn parse<T: std::str::FromStr>(
+pub(crate) fn parse<T: std::str::FromStr>(
     table: &'static str,
     column: &str,
     value: &str,
@@ -236,6 +239,33 @@ struct MetaRow {
     end_date: Option<NaiveDate>,
     time_zone: String,
     updated_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct SowRow {
+    summary: String,
+    deliverables: String,
+    updated_at: DateTime<Utc>,
+}
+
+impl SowRow {
+    fn into_domain(self) -> Result<StatementOfWork, StoreError> {
+        Ok(StatementOfWork {
+            summary: self.summary,
+            deliverables: serde_json::from_str(&self.deliverables)
+                .map_err(|e| corrupt("statements_of_work", format!("deliverables: {e}")))?,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+/// The statement of work a project has before anyone writes it.
+fn empty_sow(created_at: DateTime<Utc>) -> StatementOfWork {
+    StatementOfWork {
+        summary: String::new(),
+        deliverables: Vec::new(),
+        updated_at: created_at,
+    }
 }
 
 #[derive(sqlx::FromRow)]
@@ -425,6 +455,29 @@ async fn load_row(
             // The meta always exists: writing it is an update.
             Some(RowImage::ProjectMeta(meta))
         }
+        RowKey::Sow => {
+            let created: Option<DateTime<Utc>> = with_tx!(tx, t => sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT created_at FROM projects WHERE id = $1{lock}",
+            )))
+            .bind(&project_id)
+            .fetch_optional(&mut **t)
+            .await?);
+            let Some(created) = created else {
+                return Ok(None);
+            };
+            let row: Option<SowRow> = with_tx!(tx, t => sqlx::query_as(
+                "SELECT summary, deliverables, updated_at FROM statements_of_work WHERE project_id = $1",
+            )
+            .bind(&project_id)
+            .fetch_optional(&mut **t)
+            .await?);
+            // The statement always exists (empty until written): writing it
+            // is an update.
+            Some(RowImage::Sow(match row {
+                Some(row) => row.into_domain()?,
+                None => empty_sow(created),
+            }))
+        }
         RowKey::Member(user_id) => {
             let row: Option<MemberRow> = with_tx!(tx, t => sqlx::query_as(sqlx::AssertSqlSafe(format!(
                 "SELECT user_id, role, display_name FROM project_members \
@@ -578,7 +631,7 @@ async fn insert_row(tx: &mut Tx, project: ProjectId, row: &RowImage) -> Result<(
             .execute(&mut **t)
             .await?.rows_affected());
         }
-        RowImage::ProjectMeta(_) | RowImage::Member(_) => {
+        RowImage::ProjectMeta(_) | RowImage::Member(_) | RowImage::Sow(_) => {
             return Err(StoreError::Conflict(format!(
                 "{} always exists; it can only be changed",
                 row.key()
@@ -704,6 +757,19 @@ async fn update_row(tx: &mut Tx, project: ProjectId, row: &RowImage) -> Result<(
         .execute(&mut **t)
         .await?
         .rows_affected()),
+        RowImage::Sow(sow) => with_tx!(tx, t => sqlx::query(
+            "INSERT INTO statements_of_work (project_id, summary, deliverables, updated_at) \
+             VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (project_id) DO UPDATE SET summary = excluded.summary, \
+             deliverables = excluded.deliverables, updated_at = excluded.updated_at",
+        )
+        .bind(&project_id)
+        .bind(&sow.summary)
+        .bind(serde_json::to_string(&sow.deliverables).map_err(|e| corrupt("statements_of_work", e))?)
+        .bind(sow.updated_at)
+        .execute(&mut **t)
+        .await?
+        .rows_affected()),
         RowImage::Member(member) => with_tx!(tx, t => sqlx::query(
             "UPDATE project_members SET display_name = $1 WHERE project_id = $2 AND user_id = $3",
         )
@@ -767,7 +833,7 @@ async fn delete_row(tx: &mut Tx, project: ProjectId, key: &RowKey) -> Result<(),
                 .execute(&mut **t)
                 .await?.rows_affected());
         }
-        RowKey::ProjectMeta | RowKey::Member(_) => {
+        RowKey::ProjectMeta | RowKey::Member(_) | RowKey::Sow => {
             return Err(StoreError::Conflict(format!(
                 "{key} always exists; it can only be changed"
             )));

@@ -20,6 +20,7 @@ mod db;
 mod error;
 mod events;
 mod migrations;
+mod project;
 mod provisioning;
 mod watch;
 

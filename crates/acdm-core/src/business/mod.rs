@@ -235,6 +235,20 @@ pub mod limits {
     pub const FILES_PER_MEETING: usize = 100;
     /// An attachment's bytes (decoded).
     pub const FILE_BYTES: usize = 10 * 1024 * 1024;
+    /// A statement of work's summary, in characters.
+    pub const SOW_SUMMARY_CHARS: usize = 20_000;
+    /// A deliverable's description, in characters.
+    pub const DELIVERABLE_CHARS: usize = 5_000;
+    /// Deliverables of one statement of work.
+    pub const DELIVERABLES: usize = 200;
+    /// Upcoming meetings the overview shows.
+    pub const OVERVIEW_MEETINGS: usize = 5;
+    /// How far ahead the overview looks for meetings, in days.
+    pub const OVERVIEW_DAYS: i64 = 14;
+    /// Reports waiting for approval the overview lists.
+    pub const OVERVIEW_AWAITING: usize = 10;
+    /// Recent agent writes the overview lists.
+    pub const OVERVIEW_WRITES: usize = 10;
 }
 
 /// Why a field's value was refused.
@@ -392,6 +406,32 @@ pub struct Milestone {
     pub closed_at: Option<DateTime<Utc>>,
     /// Who marked it done.
     pub closed_by: Option<UserId>,
+}
+
+/// One deliverable of a statement of work.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Deliverable {
+    /// What is delivered (one line).
+    pub title: String,
+    /// What it contains and how it is accepted (markdown, may be empty).
+    #[serde(default)]
+    pub description: String,
+    /// The `seq` of the milestone it belongs to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub milestone: Option<u32>,
+}
+
+/// A project's statement of work (spec §6.3): what the project delivers.
+/// Each milestone's acceptance criteria live on the milestone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StatementOfWork {
+    /// What the project is to achieve (markdown; empty until written).
+    pub summary: String,
+    /// What it delivers, in order.
+    pub deliverables: Vec<Deliverable>,
+    /// Last change (the project's creation until one is written).
+    pub updated_at: DateTime<Utc>,
 }
 
 /// A meeting.
@@ -554,6 +594,8 @@ pub enum RowImage {
     /// A member's name (only the name changes through events; roles are
     /// provisioning).
     Member(MemberInfo),
+    /// The event's project's statement of work.
+    Sow(StatementOfWork),
 }
 
 /// Which row a [`RowImage`] is: its table and key within the event's project.
@@ -573,6 +615,8 @@ pub enum RowKey {
     ProjectMeta,
     /// A member of the project.
     Member(UserId),
+    /// The project's statement of work.
+    Sow,
 }
 
 impl fmt::Display for RowKey {
@@ -585,6 +629,7 @@ impl fmt::Display for RowKey {
             Self::Milestone(seq) => write!(f, "milestone {seq}"),
             Self::ProjectMeta => f.write_str("the project's meta"),
             Self::Member(user) => write!(f, "member {user}"),
+            Self::Sow => f.write_str("the project's statement of work"),
         }
     }
 }
@@ -600,6 +645,7 @@ impl RowImage {
             Self::Milestone(m) => RowKey::Milestone(m.seq),
             Self::ProjectMeta(_) => RowKey::ProjectMeta,
             Self::Member(m) => RowKey::Member(m.user_id.clone()),
+            Self::Sow(_) => RowKey::Sow,
         }
     }
 
@@ -650,6 +696,10 @@ impl RowImage {
                 ..old.clone()
             }),
             (Self::ProjectMeta(old), Self::ProjectMeta(_)) => Self::ProjectMeta(ProjectMeta {
+                updated_at: at,
+                ..old.clone()
+            }),
+            (Self::Sow(old), Self::Sow(_)) => Self::Sow(StatementOfWork {
                 updated_at: at,
                 ..old.clone()
             }),

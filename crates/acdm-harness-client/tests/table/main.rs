@@ -470,11 +470,28 @@ fn the_blocking_client_sends_the_same_request_and_maps_the_same_way() {
     assert_eq!(answer.data().unwrap().content, "hello world\n");
     let seen = server.seen.lock().unwrap()[0].clone();
     assert_eq!(seen.header("x-acdm-thread-id"), Some("t-1"));
-    // Called from async code, it refuses instead of panicking.
+    // The explicit identity, from a plain thread with no runtime.
+    let scoped = client.as_identity(identity()).nc_read(&read_request());
+    assert_eq!(scoped.data().unwrap().content, "hello world\n");
+    // Called from synchronous code inside an async runtime (either
+    // flavour), it still serves the call instead of refusing or panicking.
     let inside = runtime.block_on(async {
         client.call_as::<_, Value>(&identity(), "agent-tools/nc/read", &read_request())
     });
-    assert_eq!(inside.error_code(), Some(ErrorCode::InternalError));
+    assert!(inside.is_success(), "{}", inside.message());
+    let current_thread = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let inside =
+        current_thread.block_on(async { client.as_identity(identity()).nc_read(&read_request()) });
+    assert_eq!(inside.data().unwrap().content, "hello world\n");
+    let seen = server.seen.lock().unwrap();
+    assert_eq!(seen.len(), 4, "four calls were sent");
+    assert!(
+        seen.iter()
+            .all(|r| r.header("x-acdm-user-id") == Some("u-1"))
+    );
 }
 
 const MEETING: &str = "6f1c2b9e-8a0e-4a59-9d1e-0c5f2a3b4c5d";
