@@ -11,6 +11,7 @@ use acdm_bff::business::{AttachmentSweep, BusinessState, Swept};
 use acdm_bff::envelope::failure;
 use acdm_bff::nc::{NcLimits, NcState};
 use acdm_bff::pipeline::PipelineState;
+use acdm_bff::project::ProjectState;
 use acdm_bff::switch::KillSwitch;
 use acdm_core::{ErrorCode, ScopeResolver, TokenDigest};
 use acdm_journal::{Journal, Settled};
@@ -69,6 +70,7 @@ pub struct AppState {
     pub kill_switch: KillSwitch,
     nc: NcState,
     business: BusinessState,
+    project: ProjectState,
     require_membership: bool,
     gate: ServiceGate,
     admin: Option<AdminState>,
@@ -102,6 +104,7 @@ impl AppState {
             },
         );
         let business = BusinessState::new(journal.clone(), kill_switch.clone());
+        let project = ProjectState::new(journal.clone(), kill_switch.clone());
         let admin = config
             .admin_token
             .as_ref()
@@ -141,6 +144,7 @@ impl AppState {
             kill_switch,
             nc,
             business,
+            project,
             require_membership: config.bff_require_membership,
             store,
             sources,
@@ -181,6 +185,7 @@ fn adapter_routes(state: &AppState) -> Router {
     .merge(acdm_bff::agent_tools(
         state.nc.clone(),
         state.business.clone(),
+        state.project.clone(),
         PipelineState {
             resolver: state.resolver.clone(),
             store: state.store.clone(),

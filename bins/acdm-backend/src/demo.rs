@@ -5,7 +5,7 @@
 //! folder with a handful of realistic pages and files (never overwriting
 //! what is already there), fills its business data through the `import`
 //! code (meta, members' names, milestones with one current, reports in
-//! every status, six meetings over the coming weeks, two with an
+//! every status, a statement of work, six meetings over the coming weeks, two with an
 //! attachment), prints the tokens and ready-to-paste calls, and serves. It uses the embedded local folders only: with GitLab or
 //! Nextcloud configured it refuses, rather than write samples into them.
 //!
@@ -456,6 +456,15 @@ pub fn business_document(
             { "seq": 3, "title": "Pilot", "due_date": day(60).to_string(), "status": "planned",
               "acceptance_criteria": ["Two sites use it for a month", "No open blocker"] },
         ],
+        "sow": {
+            "summary": "Give the site teams one shared place for meeting minutes and weekly reports, where people and agents work together, with every agent change recorded and revertible.",
+            "deliverables": [
+                { "title": "Requirements", "description": "The site teams' needs, signed off.", "milestone": 1 },
+                { "title": "Meetings and reports", "description": "Meetings with attendees and files; reports with their approval flow.", "milestone": 2 },
+                { "title": "Agent tools", "description": "The agent's tools over files, meetings and reports, reviewed by security.", "milestone": 2 },
+                { "title": "Pilot at two sites", "description": "A month of use at two sites, with feedback collected.", "milestone": 3 },
+            ],
+        },
         "reports": [
             report("week-minus-4", "Weekly report", week(-28), "approved", "Discovery closed; requirements signed off."),
             report("week-minus-3", "Weekly report", week(-21), "rejected", "Build started. (Rejected: add the budget figures.)"),
@@ -562,6 +571,8 @@ fn banner(address: &str, data_dir: &str, folder: &AbsPath, tokens: &Tokens<'_>) 
          curl -s {base}/agent-tools/business/list_meetings -H \"X-ACDM-Service-Auth: $ACDM_MCP_SERVICE_TOKEN\" \\\n  \
          -H 'X-ACDM-User-Id: u-alice' -H 'X-ACDM-Agent-Name: project-alpha' -H 'X-ACDM-Thread-Id: demo-1' \\\n  \
          -H 'Content-Type: application/json' -d '{{}}'    # the meetings of the next 30 days\n\
+         curl -s {base}/agent-tools/project/overview -H \"X-ACDM-Service-Auth: $ACDM_MCP_SERVICE_TOKEN\" \\\n  \
+         -H 'X-ACDM-User-Id: u-alice' -H 'X-ACDM-Agent-Name: project-alpha' -H 'X-ACDM-Thread-Id: demo-1'    # what the agent's prompt starts from\n\
          curl -s -H \"Authorization: Bearer $ACDM_ADMIN_TOKEN\" {base}/admin/events    # every write, revertible\n\n\
          Stop with Ctrl-C.\n\n"
     )
@@ -587,6 +598,10 @@ mod tests {
             text.contains("http://127.0.0.1:8002/agent-tools/business/list_meetings"),
             "{text}"
         );
+        assert!(
+            text.contains("curl -s http://127.0.0.1:8002/agent-tools/project/overview -H"),
+            "{text}"
+        );
         assert!(text.contains(&format!("X-ACDM-User-Id: {DEMO_OPERATOR}")));
         assert!(MEMBERS.iter().any(|(user, _)| *user == DEMO_OPERATOR));
     }
@@ -605,7 +620,7 @@ mod tests {
         // A Wednesday and the Sunday after it: the same document.
         let wednesday = "2026-11-25T16:00:00Z".parse().unwrap();
         let doc = business_document(wednesday).unwrap();
-        let problems = crate::import::check(&doc, &members);
+        let problems = crate::import::check(&doc, &members, &[]);
         assert!(problems.is_empty(), "{:?}", problems.list());
         assert_eq!(
             doc,
@@ -632,6 +647,8 @@ mod tests {
             .count();
         assert_eq!(with_files, 2);
         assert!(doc.meta.is_some());
+        let sow = doc.sow.as_ref().expect("a statement of work");
+        assert!(!sow.summary.is_empty() && sow.deliverables.len() >= 3);
     }
 
     #[test]

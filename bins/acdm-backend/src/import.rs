@@ -1,7 +1,7 @@
 //! `acdm-backend import --project <slug> <file>`: a project's business
 //! data from one JSON or TOML document (by the file's extension) — meta,
-//! members' names, milestones, reports with their status, meetings with
-//! optional text attachments.
+//! members' names, milestones, the statement of work, reports with their
+//! status, meetings with optional text attachments.
 //!
 //! The document is checked whole before anything is written, and every
 //! problem is reported with its path (`meetings[2].ends_at`). Then each
@@ -18,7 +18,7 @@ use std::path::Path;
 use acdm_bff::envelope::Failure;
 use acdm_bff::operator::{
     AttachmentInput, MeetingInput, MetaInput, MilestoneInput, Operator, Problems, ReportInput,
-    Written, path,
+    SowInput, Written, path,
 };
 use acdm_core::business::{
     FileId, MeetingId, MemberInfo, MilestoneStatus, ReportId, ReportKind, ReportStatus, check_line,
@@ -49,6 +49,10 @@ pub struct Document {
     /// Milestones by `seq`.
     #[serde(default)]
     pub milestones: Vec<MilestoneEntry>,
+    /// The statement of work (written whole; its deliverables may name the
+    /// document's milestones or the project's).
+    #[serde(default)]
+    pub sow: Option<SowInput>,
     /// Reports by `key`.
     #[serde(default)]
     pub reports: Vec<ReportEntry>,
@@ -238,9 +242,9 @@ fn json_of_toml(value: toml::Value) -> serde_json::Value {
     }
 }
 
-/// Every problem of `doc` for a project with `members`, each naming its
-/// path in the document.
-pub fn check(doc: &Document, members: &[MemberInfo]) -> Problems {
+/// Every problem of `doc` for a project with `members` and the milestones
+/// numbered `milestones`, each naming its path in the document.
+pub fn check(doc: &Document, members: &[MemberInfo], milestones: &[u32]) -> Problems {
     let mut problems = Problems::new();
     if let Some(meta) = &doc.meta {
         meta.check("meta", &mut problems);
@@ -288,6 +292,11 @@ pub fn check(doc: &Document, members: &[MemberInfo]) -> Problems {
             }
         }
         entry.input().check(&at, &mut problems);
+    }
+    if let Some(sow) = &doc.sow {
+        let mut known: Vec<u32> = milestones.to_vec();
+        known.extend(doc.milestones.iter().map(|m| m.seq));
+        sow.check("sow", &known, &mut problems);
     }
     let mut keys = HashSet::new();
     for (i, entry) in doc.reports.iter().enumerate() {
@@ -411,7 +420,15 @@ pub async fn apply(
         .members()
         .await
         .map_err(|e| refused("the members", 0, &e))?;
-    let problems = check(doc, &members);
+    let milestones: Vec<u32> = journal
+        .store()
+        .milestones(op.project().id)
+        .await
+        .map_err(|e| refused("the milestones", 0, &Failure::from(e)))?
+        .iter()
+        .map(|m| m.seq)
+        .collect();
+    let problems = check(doc, &members, &milestones);
     if !problems.is_empty() {
         return Err(ImportError::Invalid(problems));
     }
@@ -445,6 +462,9 @@ pub async fn apply(
             format!("milestone {}", entry.seq),
             op.set_milestone(entry.seq, &entry.input())
         );
+    }
+    if let Some(sow) = &doc.sow {
+        write!("the statement of work".to_owned(), op.set_sow(sow));
     }
     for entry in &doc.reports {
         let id = ReportId::from(stable_id(op.project(), "report", &entry.key));
@@ -537,7 +557,7 @@ mod tests {
                            "attachments": [{ "name": "a/b.md", "content": "x" }] }]
         }))
         .unwrap();
-        let problems = check(&doc, &members());
+        let problems = check(&doc, &members(), &[]);
         let fields: Vec<&str> = problems.list().iter().map(|p| p.field.as_str()).collect();
         assert_eq!(
             fields,

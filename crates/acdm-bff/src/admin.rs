@@ -30,7 +30,8 @@ use serde::{Deserialize, Serialize};
 use crate::envelope::{Envelope, Failure, Outcome, failure};
 use crate::extract::{StrictJson, invalid_field, path_param};
 use crate::operator::{
-    AttachmentInput, MeetingInput, MetaInput, MilestoneInput, Operator, ReportInput, Written,
+    AttachmentInput, MeetingInput, MetaInput, MilestoneInput, Operator, ReportInput, SowInput,
+    Written,
 };
 use crate::switch::KillSwitch;
 use acdm_core::business::{FileId, MeetingId, ReportId};
@@ -84,6 +85,7 @@ pub fn router(state: AdminState) -> Router {
             put(set_member_name),
         )
         .route("/admin/projects/{slug}/meta", put(set_meta))
+        .route("/admin/projects/{slug}/sow", put(set_sow))
         .route(
             "/admin/projects/{slug}/milestones/{seq}",
             put(set_milestone),
@@ -617,6 +619,21 @@ async fn set_meta(
     let what = format!(
         "project \"{}\" is {}",
         result.record.name, result.record.status
+    );
+    written(result, what)
+}
+
+async fn set_sow(
+    State(state): State<AdminState>,
+    Path(slug): Path<String>,
+    StrictJson(body): Body,
+) -> Reply {
+    let (user, input): (_, SowInput) = acting(body)?;
+    let operator = operator(&state, &slug, user).await?;
+    let result = operator.set_sow(&input).await?;
+    let what = format!(
+        "the statement of work has {} deliverable(s)",
+        result.record.deliverables.len()
     );
     written(result, what)
 }

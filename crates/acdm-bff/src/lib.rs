@@ -13,13 +13,12 @@
 //!   `/agent-tools/business/{op}` (meetings and their files, calendar,
 //!   reports, members, project meta), role-checked, writing through the
 //!   journal;
+//! - [`project`]: the overview, the statement of work and the milestone
+//!   advance at `/agent-tools/project/…`;
 //! - [`switch`]: the kill switch for agents' file writes;
 //! - [`admin`]: the operator API at `/admin`;
 //! - [`operator`]: business writes by a person (actor `direct`), shared by
 //!   the operator API, the CLI and `import`.
-//!
-//! **Filled further by the BFF issues:** the project overview joins
-//! [`agent_tools`].
 //!
 //! **Architecture invariant:** an adapter — no SQL, no upstream protocol,
 //! no business rules that belong in core; does not depend on acdm-mcp.
@@ -31,6 +30,7 @@ pub mod extract;
 pub mod nc;
 pub mod operator;
 pub mod pipeline;
+pub mod project;
 pub mod switch;
 
 use axum::Router;
@@ -41,10 +41,12 @@ use axum::Router;
 pub fn agent_tools(
     nc: nc::NcState,
     business: business::BusinessState,
+    project: project::ProjectState,
     pipeline: pipeline::PipelineState,
 ) -> Router {
     nc::routes(nc)
         .merge(business::routes(business))
+        .merge(project::routes(project))
         .route_layer(axum::middleware::from_fn_with_state(
             pipeline,
             pipeline::agent_pipeline,

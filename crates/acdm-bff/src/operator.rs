@@ -1,6 +1,6 @@
 //! Business writes by a person (spec §6.6, §9): members' names, project
-//! meta, milestones, reports and meetings, as the operator API, the CLI and
-//! `import` make them.
+//! meta, milestones, the statement of work, reports and meetings, as the
+//! operator API, the CLI and `import` make them.
 //!
 //! Every write is one journalled event (actor `direct`) with the rows'
 //! before-images, so it is listed and revertible like an agent's. A write
@@ -9,9 +9,10 @@
 //! every problem is reported, each naming its field (`meetings[2].ends_at`).
 
 use acdm_core::business::{
-    FieldError, FileId, Meeting, MeetingFile, MeetingId, MemberInfo, Milestone, MilestoneStatus,
-    ProjectMeta, ProjectStatus, Report, ReportId, ReportKind, ReportStatus, ReportTransition,
-    RowImage, check_line, check_meeting_span, check_text, limits,
+    Deliverable, FieldError, FileId, Meeting, MeetingFile, MeetingId, MemberInfo, Milestone,
+    MilestoneStatus, ProjectMeta, ProjectStatus, Report, ReportId, ReportKind, ReportStatus,
+    ReportTransition, RowImage, StatementOfWork, check_line, check_meeting_span, check_text,
+    limits,
 };
 use acdm_core::domain::{DEFAULT_MOUNT, ProjectRef};
 use acdm_core::events::{Actor, EventId, EventOp};
@@ -210,6 +211,56 @@ impl MilestoneInput {
                 criterion,
                 limits::LOCATION_CHARS,
             );
+        }
+    }
+}
+
+/// The statement of work as a person writes it: the whole of it (what
+/// is not given is emptied).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SowInput {
+    /// What the project is to achieve (markdown).
+    #[serde(default)]
+    pub summary: String,
+    /// What it delivers, in order; `milestone` names a milestone's `seq`.
+    #[serde(default)]
+    pub deliverables: Vec<Deliverable>,
+}
+
+impl SowInput {
+    /// Adds this input's problems, its fields named under `at`; a
+    /// deliverable's `milestone` must be one of `milestones` (seqs).
+    pub fn check(&self, at: &str, milestones: &[u32], problems: &mut Problems) {
+        problems.text(
+            at,
+            "summary",
+            Some(&self.summary),
+            limits::SOW_SUMMARY_CHARS,
+        );
+        if self.deliverables.len() > limits::DELIVERABLES {
+            problems.push(
+                path(at, "deliverables"),
+                format!("at most {} deliverables", limits::DELIVERABLES),
+            );
+        }
+        for (i, deliverable) in self.deliverables.iter().enumerate() {
+            let at = path(at, &format!("deliverables[{i}]"));
+            problems.line(&at, "title", &deliverable.title, limits::TITLE_CHARS);
+            problems.text(
+                &at,
+                "description",
+                Some(&deliverable.description),
+                limits::DELIVERABLE_CHARS,
+            );
+            if let Some(seq) = deliverable.milestone
+                && !milestones.contains(&seq)
+            {
+                problems.push(
+                    path(&at, "milestone"),
+                    format!("no milestone {seq} in this project (set the milestone first)"),
+                );
+            }
         }
     }
 }
@@ -599,6 +650,42 @@ impl<'a> Operator<'a> {
                 format!("milestone:{seq}"),
                 json!({ "seq": seq, "title": after.title, "status": after.status }),
                 rows,
+                None,
+            )
+            .await?;
+        Ok(Written::changed(after, event))
+    }
+
+    /// Writes the statement of work (the whole of it).
+    pub async fn set_sow(&self, input: &SowInput) -> Result<Written<StatementOfWork>, Failure> {
+        let store = self.journal.store();
+        let milestones: Vec<u32> = store
+            .milestones(self.project.id)
+            .await?
+            .iter()
+            .map(|m| m.seq)
+            .collect();
+        let mut problems = Problems::new();
+        input.check("", &milestones, &mut problems);
+        problems.into_result()?;
+        let before = store.sow(self.project.id).await?;
+        if before.summary == input.summary && before.deliverables == input.deliverables {
+            return Ok(Written::unchanged(before));
+        }
+        let after = StatementOfWork {
+            summary: input.summary.clone(),
+            deliverables: input.deliverables.clone(),
+            updated_at: now(),
+        };
+        let event = self
+            .record(
+                EventOp::SetSow,
+                "sow".to_owned(),
+                json!({ "deliverables": after.deliverables.len() }),
+                vec![(
+                    Some(RowImage::Sow(before)),
+                    Some(RowImage::Sow(after.clone())),
+                )],
                 None,
             )
             .await?;

@@ -66,8 +66,9 @@ impl Store {
         Self { clock, ..self }
     }
 
-    /// Now, by the store's clock, to the microsecond.
-    pub(crate) fn now(&self) -> chrono::DateTime<chrono::Utc> {
+    /// Now, by the store's clock, to the microsecond (what the store
+    /// stamps, and what "upcoming" is measured from).
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         self.clock.now()
     }
 
