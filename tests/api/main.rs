@@ -26,4 +26,5 @@ mod mcp;
 mod nc;
 mod nc_scope;
 mod operator;
+mod project;
 mod sources;

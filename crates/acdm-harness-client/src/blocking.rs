@@ -32,7 +32,19 @@ pub fn with_identity<R>(identity: Identity, work: impl FnOnce() -> R) -> R {
 #[derive(Debug)]
 pub struct BlockingClient {
     inner: crate::HarnessClient,
-    runtime: tokio::runtime::Runtime,
+    /// Always `Some` until dropped.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for BlockingClient {
+    /// Dropping a runtime blocks, which panics inside async code; shutting
+    /// it down in the background never does (no task of ours outlives a
+    /// call anyway).
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 impl BlockingClient {
@@ -44,7 +56,7 @@ impl BlockingClient {
             .map_err(|e| ConfigError::Http(e.to_string()))?;
         Ok(Self {
             inner: crate::HarnessClient::new(config)?,
-            runtime,
+            runtime: Some(runtime),
         })
     }
 
@@ -60,10 +72,13 @@ impl BlockingClient {
         path: &str,
         body: &Req,
     ) -> ToolResponse<Resp> {
-        let call = || {
-            self.runtime
-                .block_on(self.inner.send(identity, verb, path, body))
+        let Some(runtime) = &self.runtime else {
+            return ToolResponse::failure(
+                ErrorCode::InternalError,
+                "the blocking client is closed",
+            );
         };
+        let call = || runtime.block_on(self.inner.send(identity, verb, path, body));
         if tokio::runtime::Handle::try_current().is_err() {
             return call();
         }

@@ -736,3 +736,69 @@ fn the_blocking_business_methods_send_the_same_requests() {
     );
     assert_business_requests(&server.seen.lock().unwrap());
 }
+
+/// The project reads are `GET`s with no body and no `Content-Type`; the
+/// advance is a `POST` with its typed body — from the async and the
+/// blocking clients alike.
+#[test]
+fn the_project_methods_send_their_methods_paths_and_bodies() {
+    use acdm_core::project::AdvanceMilestoneRequest;
+    use acdm_harness_client::blocking::BlockingClient;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(serve(not_found()));
+    let c = client(server.addr, Some(TOKEN), Duration::from_secs(5));
+    let advance = AdvanceMilestoneRequest { if_current: 2 };
+    let codes = runtime.block_on(async {
+        let c = c.as_identity(identity());
+        vec![
+            c.project_overview().await.error_code(),
+            c.project_sow().await.error_code(),
+            c.project_advance_milestone(&advance).await.error_code(),
+        ]
+    });
+    let config = ClientConfig::new(
+        &format!("http://{}", server.addr),
+        Some(SecretString::from(TOKEN.to_owned())),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let blocking = BlockingClient::new(config).unwrap();
+    let scoped = blocking.as_identity(identity());
+    let blocking_codes = vec![
+        scoped.project_overview().error_code(),
+        scoped.project_sow().error_code(),
+        scoped.project_advance_milestone(&advance).error_code(),
+    ];
+    assert_eq!(codes, blocking_codes);
+    assert!(
+        codes.iter().all(|c| *c == Some(ErrorCode::NotFound)),
+        "{codes:?}"
+    );
+    let seen = server.seen.lock().unwrap();
+    assert_eq!(seen.len(), 6);
+    for round in seen.chunks(3) {
+        assert_eq!(
+            round[0].request_line,
+            "GET /agent-tools/project/overview HTTP/1.1"
+        );
+        assert_eq!(
+            round[1].request_line,
+            "GET /agent-tools/project/sow HTTP/1.1"
+        );
+        for get in &round[..2] {
+            assert!(get.body.is_empty() && get.header("content-type").is_none());
+            assert_eq!(get.header("x-acdm-user-id"), Some("u-1"));
+        }
+        assert_eq!(
+            round[2].request_line,
+            "POST /agent-tools/project/milestone/advance HTTP/1.1"
+        );
+        assert_eq!(round[2].header("content-type"), Some("application/json"));
+        let sent: Value = serde_json::from_slice(&round[2].body).unwrap();
+        assert_eq!(sent, json!({"if_current": 2}));
+    }
+}
