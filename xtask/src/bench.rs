@@ -6,8 +6,10 @@
 //! - `mcp`: `tools/call` throughput and p50/p99 latency per tool through the
 //!   whole service at a fixed concurrency, next to the health routes as a
 //!   floor (`ACDM_BENCH_CONCURRENCY`, `ACDM_BENCH_SECONDS`).
-//! - `bff`: the Agent Tools BFF's nc and business reads, and `get_meeting`
-//!   against a small nc `read` (`ACDM_BENCH_DATABASE_URL` for PostgreSQL).
+//! - `bff`: the Agent Tools BFF's nc, business and project reads on a
+//!   realistic project, `get_meeting` against a small nc `read` and the
+//!   project `overview` against `list_mounts`, on SQLite and, with
+//!   `ACDM_BENCH_DATABASE_URL`, on PostgreSQL in the same run.
 
 use std::process::ExitCode;
 

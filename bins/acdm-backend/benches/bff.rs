@@ -2,14 +2,17 @@
 //! the whole service (gate, identity, scope, role, handler, database, local
 //! file store) over loopback keep-alive connections at a fixed concurrency:
 //! nc `read` of a small file and `list_mounts` beside the business reads
-//! (`list_meetings`, `get_meeting` with two files, `list_calendar`), and
-//! the ratio of `get_meeting` to the nc read (the target: ≤ 2× its time,
-//! i.e. at least half its throughput).
+//! (`list_meetings`, `get_meeting` with two files, `list_calendar`) and the
+//! project reads (`overview`, `sow`), with two ratios: `get_meeting` to the
+//! nc read and `overview` to `list_mounts` (both database-only calls; the
+//! target for each: at least half the throughput of the other).
 //!
-//! The project: 50 meetings over the next weeks (one with two attachments),
-//! 8 milestones, seeded through the journal as an agent would. On the
-//! embedded SQLite database by default; `ACDM_BENCH_DATABASE_URL=postgres://…`
-//! runs it on PostgreSQL (the bench adds its own project, named per run).
+//! The project is realistic: 50 meetings over the next weeks (one with two
+//! attachments), 20 reports in every status, 8 milestones, four members, a
+//! statement of work, and 500 storage events in all (most of them agents'
+//! meeting changes), seeded through the journal. On the embedded SQLite
+//! database, then on PostgreSQL too when `ACDM_BENCH_DATABASE_URL=postgres://…`
+//! is set (the bench adds its own project there, named per run).
 //! Knobs: `ACDM_BENCH_CONCURRENCY` (16), `ACDM_BENCH_SECONDS` (5).
 
 #![expect(
@@ -29,11 +32,12 @@ use std::time::Duration;
 use acdm_backend::app::Application;
 use acdm_backend::config::Config;
 use acdm_core::business::{
-    FileId, Meeting, MeetingFile, MeetingId, Milestone, MilestoneStatus, RowImage,
+    Deliverable, FileId, Meeting, MeetingFile, MeetingId, Milestone, MilestoneStatus, Report,
+    ReportId, ReportKind, ReportStatus, RowImage, StatementOfWork,
 };
 use acdm_core::domain::MemberRole;
 use acdm_core::events::{Actor, EventOp};
-use acdm_core::{AbsPath, AgentName, ProjectName, ProjectSlug, UserId};
+use acdm_core::{AbsPath, AgentName, Identity, ProjectName, ProjectSlug, ThreadId, UserId};
 use acdm_journal::{Change, Record};
 use bytes::Bytes;
 use chrono::{TimeDelta, Utc};
@@ -45,6 +49,10 @@ mod load;
 const TOKEN: &str = "svc-bench-0123456789abcdef0123456789abcdef";
 const SERVER_THREADS: usize = 2;
 const MEETINGS: i64 = 50;
+const REPORTS: usize = 20;
+const MILESTONES: u32 = 8;
+/// Storage events of the project in all.
+const EVENTS: usize = 500;
 
 /// Seeds one project and returns (agent name, a meeting with files).
 async fn seed(app: &Application, run: &str) -> (String, MeetingId) {
@@ -69,13 +77,37 @@ async fn seed(app: &Application, run: &str) -> (String, MeetingId) {
         .mount_agent(&AgentName::parse(&agent).unwrap(), &slug)
         .await
         .unwrap();
-    let actor = Actor::direct(user.clone());
+    for (other, role) in [
+        ("u-owner", MemberRole::Owner),
+        ("u-admin", MemberRole::Admin),
+        ("u-viewer", MemberRole::Viewer),
+    ] {
+        state
+            .store
+            .set_member(&slug, &UserId::parse(other).unwrap(), role)
+            .await
+            .unwrap();
+    }
+    // Agents made the meetings and their changes; people the rest.
+    let actor = Actor::via_agent(&Identity::new(
+        user.clone(),
+        AgentName::parse(&agent).unwrap(),
+        ThreadId::parse("t-seed").unwrap(),
+    ));
+    let operator = Actor::direct(UserId::parse("u-owner").unwrap());
     let record = |target: &str| Record {
         actor: &actor,
         project: &project,
         target: target.to_owned(),
         params: json!({}),
     };
+    let by_operator = |target: &str| Record {
+        actor: &operator,
+        project: &project,
+        target: target.to_owned(),
+        params: json!({}),
+    };
+    let mut events = 0usize;
     let folder = AbsPath::parse("/Projects").unwrap().child(&name);
     state
         .journal
@@ -87,8 +119,10 @@ async fn seed(app: &Application, run: &str) -> (String, MeetingId) {
         )
         .await
         .unwrap();
+    events += 1;
     let now = Utc::now();
     let mut first = None;
+    let mut meetings = Vec::new();
     for n in 0..MEETINGS {
         let starts_at = now + TimeDelta::hours(6 * n + 1);
         let meeting = Meeting {
@@ -119,7 +153,9 @@ async fn seed(app: &Application, run: &str) -> (String, MeetingId) {
             )
             .await
             .unwrap();
+        events += 1;
         first.get_or_insert(meeting.meeting_id);
+        meetings.push(meeting);
     }
     let with_files = first.unwrap();
     for file in ["minutes.md", "slides.md"] {
@@ -153,8 +189,9 @@ async fn seed(app: &Application, run: &str) -> (String, MeetingId) {
             )
             .await
             .unwrap();
+        events += 1;
     }
-    for seq in 1..=8u32 {
+    for seq in 1..=MILESTONES {
         let milestone = Milestone {
             seq,
             title: format!("Milestone {seq}"),
@@ -171,7 +208,7 @@ async fn seed(app: &Application, run: &str) -> (String, MeetingId) {
         state
             .journal
             .change(
-                record("milestone"),
+                by_operator("milestone"),
                 Change {
                     op: EventOp::SetMilestone,
                     remove: vec![],
@@ -181,23 +218,117 @@ async fn seed(app: &Application, run: &str) -> (String, MeetingId) {
             )
             .await
             .unwrap();
+        events += 1;
+    }
+    let statuses = [
+        ReportStatus::Draft,
+        ReportStatus::Submitted,
+        ReportStatus::Approved,
+        ReportStatus::Rejected,
+    ];
+    for n in 0..REPORTS {
+        let report = Report {
+            report_id: ReportId::new_random(),
+            title: format!("Weekly report {n}"),
+            kind: ReportKind::Weekly,
+            period_start: now.date_naive(),
+            period_end: now.date_naive(),
+            body: "# Progress\n\nOn track; two risks open.\n".repeat(20),
+            status: statuses[n % statuses.len()],
+            version: 1,
+            created_by: Some(user.clone()),
+            created_at: now + TimeDelta::seconds(i64::try_from(n).unwrap()),
+            updated_at: now,
+        };
+        state
+            .journal
+            .change(
+                by_operator("report"),
+                Change {
+                    op: EventOp::CreateReport,
+                    remove: vec![],
+                    create: None,
+                    rows: vec![(None, Some(RowImage::Report(report)))],
+                },
+            )
+            .await
+            .unwrap();
+        events += 1;
+    }
+    let sow = StatementOfWork {
+        summary: "Deliver the platform in eight milestones.".into(),
+        deliverables: (1..=MILESTONES)
+            .map(|seq| Deliverable {
+                title: format!("Deliverable {seq}"),
+                description: "What the client accepts.".into(),
+                milestone: Some(seq),
+            })
+            .collect(),
+        updated_at: now,
+    };
+    let empty = state.store.sow(project.id).await.unwrap();
+    state
+        .journal
+        .change(
+            by_operator("sow"),
+            Change {
+                op: EventOp::SetSow,
+                remove: vec![],
+                create: None,
+                rows: vec![(Some(RowImage::Sow(empty)), Some(RowImage::Sow(sow)))],
+            },
+        )
+        .await
+        .unwrap();
+    events += 1;
+    // The agents' meeting changes fill the journal up to EVENTS.
+    let mut turn = 0usize;
+    while events < EVENTS {
+        let slot = turn % meetings.len();
+        let before = meetings[slot].clone();
+        let after = Meeting {
+            location: Some(format!("Room {}", turn % 7)),
+            version: before.version + 1,
+            ..before.clone()
+        };
+        state
+            .journal
+            .change(
+                record("meeting"),
+                Change {
+                    op: EventOp::UpdateMeeting,
+                    remove: vec![],
+                    create: None,
+                    rows: vec![(
+                        Some(RowImage::Meeting(before)),
+                        Some(RowImage::Meeting(after.clone())),
+                    )],
+                },
+            )
+            .await
+            .unwrap();
+        meetings[slot] = after;
+        events += 1;
+        turn += 1;
     }
     (agent, with_files)
 }
 
-async fn post(
+async fn send(
     client: &reqwest::Client,
     url: &str,
     agent: &str,
-    body: &Value,
+    body: Option<&Value>,
 ) -> Result<(), String> {
-    let response = client
-        .post(url)
+    let request = match body {
+        Some(body) => client.post(url).json(body),
+        None => client.get(url),
+    };
+    let response = request
         .header("x-acdm-service-auth", TOKEN)
         .header("x-acdm-user-id", "u-bench")
         .header("x-acdm-agent-name", agent)
         .header("x-acdm-thread-id", "t-bench")
-        .json(body)
         .send()
         .await
         .map_err(|e| e.to_string())?;
@@ -216,21 +347,38 @@ fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let concurrency = usize::try_from(env_number("ACDM_BENCH_CONCURRENCY", 16)).unwrap();
     let seconds = env_number("ACDM_BENCH_SECONDS", 5);
-    let duration = Duration::from_secs(seconds);
-    let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+    let mut databases = vec![None];
+    match std::env::var("ACDM_BENCH_DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => databases.push(Some(url)),
+        _ => println!(
+            "(PostgreSQL left out: set ACDM_BENCH_DATABASE_URL=postgres://… to a database of its own)"
+        ),
+    }
+    let mut failed = false;
+    for database in databases {
+        failed |= run_on(database, concurrency, Duration::from_secs(seconds));
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}
 
+/// The whole table on one database (`None`: the embedded SQLite);
+/// returns whether a scenario failed.
+fn run_on(database_url: Option<String>, concurrency: usize, duration: Duration) -> bool {
+    let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
     let dir = tempfile::tempdir().unwrap();
     let mut env: Vec<(OsString, OsString)> = vec![
         ("ACDM_LISTEN_ADDR".into(), "127.0.0.1:0".into()),
         ("ACDM_DATA_DIR".into(), dir.path().as_os_str().to_owned()),
         ("ACDM_MCP_SERVICE_TOKEN".into(), TOKEN.into()),
     ];
-    let database = match std::env::var("ACDM_BENCH_DATABASE_URL") {
-        Ok(url) if !url.trim().is_empty() => {
+    let database = match database_url {
+        Some(url) => {
             env.push(("DATABASE_URL".into(), url.into()));
             "PostgreSQL"
         }
-        _ => "SQLite",
+        None => "SQLite",
     };
     let config = Config::load_from(None, env).expect("bench configuration");
     let server = tokio::runtime::Builder::new_multi_thread()
@@ -249,28 +397,30 @@ fn main() {
     let served = server.spawn(app.run_until_stopped());
 
     let now = Utc::now();
-    let scenarios: Vec<(&str, &str, Value)> = vec![
-        ("nc/list_mounts", "nc/list_mounts", json!({})),
+    let scenarios: Vec<(&str, &str, Option<Value>)> = vec![
+        ("nc/list_mounts", "nc/list_mounts", Some(json!({}))),
         (
             "nc/read 2 KiB",
             "nc/read",
-            json!({"rel_path": "notes/small.md"}),
+            Some(json!({"rel_path": "notes/small.md"})),
         ),
         (
             "business/list_meetings (20)",
             "business/list_meetings",
-            json!({}),
+            Some(json!({})),
         ),
         (
             "business/get_meeting (2 files)",
             "business/get_meeting",
-            json!({"meeting_id": meeting}),
+            Some(json!({"meeting_id": meeting})),
         ),
         (
             "business/list_calendar (14 days)",
             "business/list_calendar",
-            json!({"from": now.to_rfc3339(), "to": (now + TimeDelta::days(14)).to_rfc3339()}),
+            Some(json!({"from": now.to_rfc3339(), "to": (now + TimeDelta::days(14)).to_rfc3339()})),
         ),
+        ("project/overview", "project/overview", None),
+        ("project/sow", "project/sow", None),
     ];
     let clients = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -279,8 +429,10 @@ fn main() {
         .build()
         .unwrap();
     println!(
-        "BFF bench: {concurrency} concurrent keep-alive clients, {seconds} s per scenario after a {} s warm-up; \
-         {MEETINGS} meetings, 8 milestones; local files, {database}; server runtime {SERVER_THREADS} workers, {} cores",
+        "\nBFF bench on {database}: {concurrency} concurrent keep-alive clients, {} s per scenario after a {} s warm-up; \
+         {MEETINGS} meetings, {REPORTS} reports, {MILESTONES} milestones, {EVENTS} events; local files; \
+         server runtime {SERVER_THREADS} workers, {} cores",
+        duration.as_secs(),
         WARM_UP.as_secs(),
         std::thread::available_parallelism().map_or(0, usize::from),
     );
@@ -299,7 +451,7 @@ fn main() {
             let outcome = load::run(concurrency, duration, move || {
                 let (client, url, agent, body) =
                     (client.clone(), url.clone(), agent.clone(), body.clone());
-                async move { post(&client, &url, &agent, &body).await }
+                async move { send(&client, &url, &agent, body.as_ref()).await }
             })
             .await;
             let (rate, bad) = print_row(name, &outcome, concurrency);
@@ -315,13 +467,15 @@ fn main() {
     };
     let ratio = rate("business/get_meeting (2 files)") / rate("nc/read 2 KiB");
     println!(
-        "\nget_meeting / nc read throughput: {ratio:.2} (target ≥ 0.50, i.e. get_meeting within 2× of a small nc read)"
+        "\n{database}: get_meeting / nc read throughput: {ratio:.2} (target ≥ 0.50, i.e. get_meeting within 2× of a small nc read)"
+    );
+    let ratio = rate("project/overview") / rate("nc/list_mounts");
+    println!(
+        "{database}: overview / list_mounts throughput: {ratio:.2} (target ≥ 0.50; both read the database only)"
     );
     shutdown.cancel();
     server.block_on(async {
         let _ = tokio::time::timeout(Duration::from_secs(10), served).await;
     });
-    if failed {
-        std::process::exit(1);
-    }
+    failed
 }
