@@ -14,3 +14,7 @@ CREATE TABLE statements_of_work (
 -- The overview lists a project's last writes by agents, newest first.
 CREATE INDEX user_storage_events_by_project_actor
     ON user_storage_events (project_id, actor_kind, created_at);
+
+-- The overview's change stamp: the project's events counted by status.
+CREATE INDEX user_storage_events_by_project_status
+    ON user_storage_events (project_id, status);

@@ -617,3 +617,41 @@ async fn the_harness_serves_the_overview_at_prompt_build_time_in_every_form() {
         .await
         .unwrap();
 }
+
+/// The overview is kept between calls, but never past a change: a write
+/// made behind this server's back (as another replica or the CLI would,
+/// straight through the journal into the shared database), a role change
+/// (provisioning, not an event) and the kill switch all show in the very
+/// next overview.
+#[tokio::test]
+async fn a_kept_overview_never_outlives_a_change_made_anywhere() {
+    let Some(env) = NcEnv::start().await else {
+        return;
+    };
+    let first = overview(&env, USER).await;
+    assert_eq!(first["data"]["reports"]["draft"], 0);
+    let again = overview(&env, USER).await;
+    assert_eq!(
+        first["data"], again["data"],
+        "nothing changed, same overview"
+    );
+
+    seed_report(&env, "alpha", "Behind the back", ReportStatus::Draft).await;
+    let after = overview(&env, USER).await;
+    assert_eq!(after["data"]["reports"]["draft"], 1, "{after}");
+
+    add_member(&env, "alpha", "u-new", "admin").await;
+    let after = overview(&env, USER).await;
+    let admins: Vec<&str> = after["data"]["members"]["admins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["user_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(admins, ["u-new"], "{after}");
+
+    env.set_writes_enabled(false).await;
+    let after = overview(&env, USER).await;
+    assert_eq!(after["data"]["file_writes_enabled"], false);
+    env.stop().await;
+}

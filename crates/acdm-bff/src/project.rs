@@ -3,27 +3,41 @@
 //! `POST /agent-tools/project/milestone/advance`.
 //!
 //! The overview is called while an engine builds a prompt: it reads only
-//! the database (a few indexed queries that select what it shows), never
-//! an upstream. The advance is a manager's write (§6.5), one journalled
+//! the database, never an upstream. What it shows of the business tables
+//! (meta, milestones, upcoming meetings, reports, recent agent writes)
+//! changes only through journalled events, so it is kept per project with
+//! the project's [`JournalStamp`] and reused while a one-query stamp read
+//! finds it unchanged — exact across replicas, since the stamp is read
+//! from the shared database. Members (roles change through provisioning,
+//! not events), the acting user's role and the kill switch are read live.
+//! A kept overview also expires when its first upcoming meeting starts,
+//! and after [`OVERVIEW_MAX_AGE`] at most (a meeting entering the 14-day
+//! horizon shows within that). The advance is a manager's write (§6.5), one journalled
 //! event with the milestones' (and, after the last one, the project
 //! meta's) before-images, so a revert restores both.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use acdm_core::business::wire::EmptyRequest;
-use acdm_core::business::{Milestone, MilestoneStatus, ProjectStatus, RowImage, limits};
+use acdm_core::business::{
+    Milestone, MilestoneStatus, ProjectMeta, ProjectStatus, RowImage, limits,
+};
+use acdm_core::domain::ProjectId;
 use acdm_core::events::{Actor, EventOp};
 use acdm_core::project::{
     AdvanceData, AdvanceMilestoneRequest, MembersByRole, MilestoneCriteria, OverviewData,
-    ProjectOp, ReportsOverview, SowData,
+    ProjectOp, RecentWrite, ReportsOverview, SowData, UpcomingMeeting,
 };
 use acdm_core::{ErrorCode, ToolResponse};
 use acdm_journal::{Change, Journal, JournalError, Record};
-use acdm_store::Store;
+use acdm_store::{JournalStamp, Store};
 use axum::extract::{FromRequest, Request, State};
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, any};
 use axum::{Extension, Router};
-use chrono::TimeDelta;
+use chrono::{DateTime, TimeDelta, Utc};
 use serde::Serialize;
 use serde_json::json;
 
@@ -32,12 +46,18 @@ use crate::extract::{StrictJson, invalid_field};
 use crate::pipeline::Caller;
 use crate::switch::KillSwitch;
 
+/// The longest a kept overview is reused (see the module docs).
+pub const OVERVIEW_MAX_AGE: TimeDelta = TimeDelta::seconds(60);
+/// Projects whose overview is kept at most (the map is emptied when full).
+const OVERVIEW_CACHE_PROJECTS: usize = 4096;
+
 /// What the project operations need.
 #[derive(Clone)]
 pub struct ProjectState {
     store: Store,
     journal: Journal,
     switch: KillSwitch,
+    kept: Arc<Mutex<HashMap<ProjectId, Arc<Snapshot>>>>,
 }
 
 impl ProjectState {
@@ -48,7 +68,65 @@ impl ProjectState {
             store: journal.store().clone(),
             journal,
             switch,
+            kept: Arc::default(),
         }
+    }
+
+    fn kept(
+        &self,
+        project: ProjectId,
+        stamp: JournalStamp,
+        now: DateTime<Utc>,
+    ) -> Option<Arc<Snapshot>> {
+        let kept = self
+            .kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.get(&project).filter(|s| s.serves(stamp, now)).cloned()
+    }
+
+    fn keep(&self, project: ProjectId, snapshot: Arc<Snapshot>) {
+        let mut kept = self
+            .kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.len() >= OVERVIEW_CACHE_PROJECTS && !kept.contains_key(&project) {
+            kept.clear();
+        }
+        kept.insert(project, snapshot);
+    }
+}
+
+/// The overview's parts that only journalled events change, as read for
+/// one stamp.
+#[derive(Debug)]
+struct Snapshot {
+    stamp: JournalStamp,
+    /// When it stops being served whatever the stamp says.
+    expires: DateTime<Utc>,
+    meta: ProjectMeta,
+    milestones: Vec<Milestone>,
+    upcoming_meetings: Vec<UpcomingMeeting>,
+    reports: ReportsOverview,
+    recent_agent_writes: Vec<RecentWrite>,
+}
+
+impl Snapshot {
+    /// Whether this snapshot is still the overview at `now` for `stamp`.
+    fn serves(&self, stamp: JournalStamp, now: DateTime<Utc>) -> bool {
+        self.stamp == stamp && now < self.expires
+    }
+
+    /// When a snapshot read at `read_at` must be read again even with no
+    /// change: when its first upcoming meeting starts (it is no longer
+    /// upcoming), or after [`OVERVIEW_MAX_AGE`].
+    fn expiry(read_at: DateTime<Utc>, upcoming: &[UpcomingMeeting]) -> DateTime<Utc> {
+        let cap = read_at + OVERVIEW_MAX_AGE;
+        upcoming
+            .iter()
+            .map(|m| m.starts_at)
+            .min()
+            .map_or(cap, |start| start.min(cap))
     }
 }
 
@@ -158,6 +236,53 @@ impl Ctx {
         let store = &self.state.store;
         let project = self.caller.project.id;
         let now = store.now();
+        // The stamp is read before the parts, so a snapshot is never older
+        // than the stamp it is kept with.
+        let stamp = store.journal_stamp(project).await?;
+        let snapshot = match self.state.kept(project, stamp, now) {
+            Some(snapshot) => snapshot,
+            None => {
+                let snapshot = Arc::new(self.read_snapshot(stamp, now).await?);
+                self.state.keep(project, snapshot.clone());
+                snapshot
+            }
+        };
+        let members = MembersByRole::group(store.members_info(project).await?);
+        let current_milestone = snapshot
+            .milestones
+            .iter()
+            .find(|m| m.status == MilestoneStatus::Current)
+            .map(|m| m.seq);
+        let message = overview_message(
+            &snapshot.meta.name,
+            snapshot.meta.status,
+            &snapshot.milestones,
+            &snapshot.reports,
+        );
+        ok(
+            OverviewData {
+                meta: snapshot.meta.clone(),
+                current_milestone,
+                milestones: snapshot.milestones.clone(),
+                upcoming_meetings: snapshot.upcoming_meetings.clone(),
+                reports: snapshot.reports.clone(),
+                members,
+                acting_role: self.caller.role,
+                recent_agent_writes: snapshot.recent_agent_writes.clone(),
+                file_writes_enabled: self.state.switch.writes_enabled(),
+            },
+            message,
+        )
+    }
+
+    /// The overview's event-driven parts, read from the tables.
+    async fn read_snapshot(
+        &self,
+        stamp: JournalStamp,
+        now: DateTime<Utc>,
+    ) -> Result<Snapshot, Failure> {
+        let store = &self.state.store;
+        let project = self.caller.project.id;
         let meta = store.project_meta(&self.caller.project).await?;
         let milestones = store.milestones(project).await?;
         let upcoming_meetings = store
@@ -183,29 +308,18 @@ impl Ctx {
                 .reports_awaiting_approval(project, limits::OVERVIEW_AWAITING)
                 .await?;
         }
-        let members = MembersByRole::group(store.members_info(project).await?);
         let recent_agent_writes = store
             .recent_agent_writes(project, limits::OVERVIEW_WRITES)
             .await?;
-        let current_milestone = milestones
-            .iter()
-            .find(|m| m.status == MilestoneStatus::Current)
-            .map(|m| m.seq);
-        let message = overview_message(&meta.name, meta.status, &milestones, &reports);
-        ok(
-            OverviewData {
-                meta,
-                current_milestone,
-                milestones,
-                upcoming_meetings,
-                reports,
-                members,
-                acting_role: self.caller.role,
-                recent_agent_writes,
-                file_writes_enabled: self.state.switch.writes_enabled(),
-            },
-            message,
-        )
+        Ok(Snapshot {
+            stamp,
+            expires: Snapshot::expiry(now, &upcoming_meetings),
+            meta,
+            milestones,
+            upcoming_meetings,
+            reports,
+            recent_agent_writes,
+        })
     }
 
     async fn sow(&self, _body: EmptyRequest) -> Reply {
@@ -409,4 +523,37 @@ fn overview_message(
         "project \"{name}\" is {status}; {current}; {} report(s) waiting for approval",
         reports.submitted
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meeting_at(starts_at: DateTime<Utc>) -> UpcomingMeeting {
+        UpcomingMeeting {
+            meeting_id: acdm_core::business::MeetingId::new_random(),
+            title: "m".into(),
+            starts_at,
+            ends_at: starts_at + TimeDelta::hours(1),
+            location: None,
+            attendees: 0,
+            version: 1,
+        }
+    }
+
+    #[test]
+    fn a_kept_overview_expires_when_its_first_meeting_starts_or_at_its_maximum_age() {
+        let now: DateTime<Utc> = "2026-12-01T09:00:00Z".parse().unwrap();
+        assert_eq!(Snapshot::expiry(now, &[]), now + OVERVIEW_MAX_AGE);
+        let soon = now + TimeDelta::seconds(20);
+        let later = now + TimeDelta::days(2);
+        assert_eq!(
+            Snapshot::expiry(now, &[meeting_at(later), meeting_at(soon)]),
+            soon
+        );
+        assert_eq!(
+            Snapshot::expiry(now, &[meeting_at(later)]),
+            now + OVERVIEW_MAX_AGE
+        );
+    }
 }

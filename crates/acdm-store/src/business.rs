@@ -268,6 +268,18 @@ fn empty_sow(created_at: DateTime<Utc>) -> StatementOfWork {
     }
 }
 
+/// A project joined with its meta row (absent until someone sets it).
+#[derive(sqlx::FromRow)]
+struct JoinedMetaRow {
+    created_at: DateTime<Utc>,
+    status: Option<String>,
+    description: Option<String>,
+    start_date: Option<NaiveDate>,
+    end_date: Option<NaiveDate>,
+    time_zone: Option<String>,
+    updated_at: Option<DateTime<Utc>>,
+}
+
 #[derive(sqlx::FromRow)]
 struct MemberRow {
     user_id: String,
@@ -1025,11 +1037,31 @@ impl Store {
     }
 
     /// The project's meta (the defaults until someone sets it).
+    /// One query (the project joined with its meta row, if any), not a
+    /// transaction: the overview reads it on every prompt.
     pub async fn project_meta(&self, project: &ProjectRef) -> Result<ProjectMeta, StoreError> {
-        match self.row(project.id, &RowKey::ProjectMeta).await? {
-            Some(RowImage::ProjectMeta(meta)) => Ok(meta),
-            _ => Ok(default_meta(project, self.now())),
+        let row: Option<JoinedMetaRow> = with_pool!(&self.pool, p => sqlx::query_as(
+            "SELECT p.created_at, m.status, m.description, m.start_date, m.end_date, m.time_zone, \
+             m.updated_at FROM projects p LEFT JOIN project_meta m ON m.project_id = p.id WHERE p.id = $1",
+        )
+        .bind(project.id.to_string())
+        .fetch_optional(p)
+        .await?);
+        let Some(row) = row else {
+            return Ok(default_meta(project, self.now()));
+        };
+        let mut meta = default_meta(project, row.created_at);
+        if let (Some(status), Some(description), Some(time_zone), Some(updated_at)) =
+            (row.status, row.description, row.time_zone, row.updated_at)
+        {
+            meta.status = parse("project_meta", "status", &status)?;
+            meta.description = description;
+            meta.start_date = row.start_date;
+            meta.end_date = row.end_date;
+            meta.time_zone = time_zone;
+            meta.updated_at = updated_at;
         }
+        Ok(meta)
     }
 
     /// The project's milestones, by `seq`.

@@ -36,6 +36,7 @@ pub use db::Backend;
 pub use error::StoreError;
 pub use events::{EventFilter, NC_WRITES_SWITCH, SwitchState};
 pub use migrations::{MigrationList, MigrationStatus, embedded_versions};
+pub use project::JournalStamp;
 pub use provisioning::{AgentMountChange, Upsert};
 pub use watch::{EpochCheck, ScopeWatcher};
 

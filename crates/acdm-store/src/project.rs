@@ -47,6 +47,12 @@ struct WriteRow {
     created_at: DateTime<Utc>,
 }
 
+/// A project's events counted by status ([`Store::journal_stamp`]): equal
+/// stamps mean nothing in the project's business tables changed between
+/// the two reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct JournalStamp([u64; EventStatus::ALL.len()]);
+
 fn limit_of(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
 }
@@ -156,6 +162,34 @@ impl Store {
                 })
             })
             .collect()
+    }
+
+    /// The project's events counted by status, in [`EventStatus::ALL`]'s
+    /// order: a stamp that changes with every change to the business
+    /// tables of the project. Every such change is an event's step, and
+    /// each step either records an event (the total grows) or moves one
+    /// along pending → applied/failed, applied → reverted (the counts
+    /// shift), so no sequence of changes leaves the stamp as it was. One
+    /// index-only query.
+    pub async fn journal_stamp(&self, project: ProjectId) -> Result<JournalStamp, StoreError> {
+        let rows: Vec<(String, i64)> = with_pool!(&self.pool, p => sqlx::query_as(
+            "SELECT status, COUNT(*) FROM user_storage_events WHERE project_id = $1 GROUP BY status",
+        )
+        .bind(project.to_string())
+        .fetch_all(p)
+        .await?);
+        let mut counts = [0u64; EventStatus::ALL.len()];
+        for (status, count) in rows {
+            let status = parse::<EventStatus>("user_storage_events", "status", &status)?;
+            if let Some(slot) = EventStatus::ALL
+                .iter()
+                .position(|s| *s == status)
+                .and_then(|i| counts.get_mut(i))
+            {
+                *slot = u64::try_from(count).unwrap_or(0);
+            }
+        }
+        Ok(JournalStamp(counts))
     }
 
     /// The statement of work of `project` (empty until written).

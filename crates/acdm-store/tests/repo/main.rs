@@ -11,5 +11,6 @@ mod business;
 mod events;
 mod harness;
 mod migrations;
+mod project;
 mod provisioning;
 mod scope;
