@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use acdm_bff::envelope::{Outcome, failure, internal_message};
+use acdm_core::business::wire::BusinessOp;
 use acdm_core::nc::NcOp;
+use acdm_core::project::ProjectOp;
 use acdm_core::{ErrorCode, RequestId};
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -130,12 +132,22 @@ struct OperationLabel {
     op: &'static str,
 }
 
-/// The BFF operation a raw path names (`nc.write`), or `unknown`: one of a
-/// fixed set (the operations `NcOp` lists), whatever the caller sends.
+/// The BFF operation a raw path names (`nc.write`, `business.get_meeting`,
+/// `project.overview`), or `unknown`: one of a fixed set (the operations
+/// the three families list), whatever the caller sends.
 fn bff_op(path: &str) -> &'static str {
-    path.strip_prefix("/agent-tools/nc/")
-        .and_then(|op| op.parse::<NcOp>().ok())
-        .map_or("unknown", NcOp::label)
+    fn label<T: std::str::FromStr>(name: &str, label: fn(T) -> &'static str) -> &'static str {
+        name.parse::<T>().map_or("unknown", label)
+    }
+    let Some(rest) = path.strip_prefix("/agent-tools/") else {
+        return "unknown";
+    };
+    match rest.split_once('/') {
+        Some(("nc", op)) => label(op, NcOp::label),
+        Some(("business", op)) => label(op, BusinessOp::label),
+        Some(("project", op)) => label(op, ProjectOp::label),
+        _ => "unknown",
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -285,16 +297,28 @@ mod tests {
     use super::bff_op;
 
     #[test]
-    fn every_nc_operation_has_its_own_label_and_anything_else_is_unknown() {
+    fn every_operation_has_its_own_label_and_anything_else_is_unknown() {
         for op in acdm_core::nc::NcOp::ALL {
             assert_eq!(bff_op(&format!("/agent-tools/nc/{op}")), format!("nc.{op}"));
         }
+        for op in acdm_core::business::wire::BusinessOp::ALL {
+            assert_eq!(bff_op(&format!("/{}", op.path())), op.label());
+        }
+        for op in acdm_core::project::ProjectOp::ALL {
+            assert_eq!(bff_op(&format!("/{}", op.path())), op.label());
+        }
+        assert_eq!(bff_op("/agent-tools/project/overview"), "project.overview");
         for path in [
             "/agent-tools/nc/",
             "/agent-tools/nc/WRITE",
             "/agent-tools/nc/%77rite",
             "/agent-tools/nc/write/x",
             "/agent-tools/other",
+            "/agent-tools/business/",
+            "/agent-tools/business/nc",
+            "/agent-tools/project/milestone",
+            "/agent-tools/project/milestone/advance/x",
+            "/agent-tools/projects/overview",
         ] {
             assert_eq!(bff_op(path), "unknown", "{path}");
         }

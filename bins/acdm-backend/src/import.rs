@@ -577,6 +577,30 @@ mod tests {
     }
 
     #[test]
+    fn a_statement_of_work_may_name_the_documents_milestones_or_the_projects() {
+        let doc: Document = serde_json::from_value(serde_json::json!({
+            "milestones": [{ "seq": 2, "title": "Build" }],
+            "sow": { "summary": "S", "deliverables": [
+                { "title": "From the document", "milestone": 2 },
+                { "title": "From the project", "milestone": 1 },
+                { "title": "Nowhere", "milestone": 7 },
+                { "title": "", "description": "no title" }
+            ] }
+        }))
+        .unwrap();
+        let problems = check(&doc, &members(), &[1]);
+        let fields: Vec<&str> = problems.list().iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            ["sow.deliverables[2].milestone", "sow.deliverables[3].title"]
+        );
+        assert!(
+            check(&doc, &members(), &[]).list().len() == 3,
+            "milestone 1 unknown too"
+        );
+    }
+
+    #[test]
     fn stable_ids_depend_on_the_project_kind_and_key_only() {
         let project = |id| ProjectRef {
             id,

@@ -6,8 +6,8 @@
 //! the database, never an upstream. What it shows of the business tables
 //! (meta, milestones, upcoming meetings, reports, recent agent writes)
 //! changes only through journalled events, so it is kept per project with
-//! the project's [`JournalStamp`] and reused while a one-query stamp read
-//! finds it unchanged — exact across replicas, since the stamp is read
+//! the project's [`JournalStamp`] and reused while the stamp read (one query,
+//! which also brings the members) finds it unchanged — exact across replicas, since the stamp is read
 //! from the shared database. Members (roles change through provisioning,
 //! not events), the acting user's role and the kill switch are read live.
 //! A kept overview also expires when its first upcoming meeting starts,
@@ -238,7 +238,7 @@ impl Ctx {
         let now = store.now();
         // The stamp is read before the parts, so a snapshot is never older
         // than the stamp it is kept with.
-        let stamp = store.journal_stamp(project).await?;
+        let (stamp, members) = store.journal_stamp_and_members(project).await?;
         let snapshot = match self.state.kept(project, stamp, now) {
             Some(snapshot) => snapshot,
             None => {
@@ -247,7 +247,7 @@ impl Ctx {
                 snapshot
             }
         };
-        let members = MembersByRole::group(store.members_info(project).await?);
+        let members = MembersByRole::group(members);
         let current_milestone = snapshot
             .milestones
             .iter()

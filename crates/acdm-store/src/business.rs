@@ -281,14 +281,14 @@ struct JoinedMetaRow {
 }
 
 #[derive(sqlx::FromRow)]
-struct MemberRow {
-    user_id: String,
-    role: String,
-    display_name: Option<String>,
+pub(crate) struct MemberRow {
+    pub(crate) user_id: String,
+    pub(crate) role: String,
+    pub(crate) display_name: Option<String>,
 }
 
 impl MemberRow {
-    fn into_domain(self) -> Result<MemberInfo, StoreError> {
+    pub(crate) fn into_domain(self) -> Result<MemberInfo, StoreError> {
         Ok(MemberInfo {
             user_id: UserId::parse(&self.user_id)
                 .map_err(|e| corrupt("project_members", format!("user_id: {e}")))?,

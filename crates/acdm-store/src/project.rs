@@ -3,14 +3,16 @@
 //! selects only what the overview shows (no agenda, body or plan), and
 //! the statement of work.
 
-use acdm_core::business::{MeetingId, ReportId, ReportKind, RowImage, RowKey, StatementOfWork};
+use acdm_core::business::{
+    MeetingId, MemberInfo, ReportId, ReportKind, RowImage, RowKey, StatementOfWork,
+};
 use acdm_core::domain::ProjectId;
 use acdm_core::events::{ActorKind, EventId, EventStatus};
 use acdm_core::project::{RecentWrite, ReportBrief, UpcomingMeeting};
 use chrono::{DateTime, NaiveDate, Utc};
 
 use crate::Store;
-use crate::business::{corrupt, parse, user};
+use crate::business::{MemberRow, corrupt, parse, user};
 use crate::db::with_pool;
 use crate::error::StoreError;
 
@@ -52,6 +54,24 @@ struct WriteRow {
 /// the two reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct JournalStamp([u64; EventStatus::ALL.len()]);
+
+impl JournalStamp {
+    /// The stamp of `(status, count)` rows.
+    fn of(rows: Vec<(String, i64)>) -> Result<Self, StoreError> {
+        let mut counts = [0u64; EventStatus::ALL.len()];
+        for (status, count) in rows {
+            let status = parse::<EventStatus>("user_storage_events", "status", &status)?;
+            if let Some(slot) = EventStatus::ALL
+                .iter()
+                .position(|s| *s == status)
+                .and_then(|i| counts.get_mut(i))
+            {
+                *slot = u64::try_from(count).unwrap_or(0);
+            }
+        }
+        Ok(Self(counts))
+    }
+}
 
 fn limit_of(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
@@ -178,18 +198,42 @@ impl Store {
         .bind(project.to_string())
         .fetch_all(p)
         .await?);
-        let mut counts = [0u64; EventStatus::ALL.len()];
-        for (status, count) in rows {
-            let status = parse::<EventStatus>("user_storage_events", "status", &status)?;
-            if let Some(slot) = EventStatus::ALL
-                .iter()
-                .position(|s| *s == status)
-                .and_then(|i| counts.get_mut(i))
-            {
-                *slot = u64::try_from(count).unwrap_or(0);
+        JournalStamp::of(rows)
+    }
+
+    /// [`Store::journal_stamp`] and the project's members (by user id) in
+    /// one round trip: what the overview reads on every call.
+    pub async fn journal_stamp_and_members(
+        &self,
+        project: ProjectId,
+    ) -> Result<(JournalStamp, Vec<MemberInfo>), StoreError> {
+        let rows: Vec<(String, String, i64, Option<String>, Option<String>)> = with_pool!(&self.pool, p => sqlx::query_as(
+            "SELECT 'event', status, COUNT(*), CAST(NULL AS TEXT), CAST(NULL AS TEXT) \
+             FROM user_storage_events WHERE project_id = $1 GROUP BY status \
+             UNION ALL \
+             SELECT 'member', user_id, 0, role, display_name FROM project_members WHERE project_id = $1",
+        )
+        .bind(project.to_string())
+        .fetch_all(p)
+        .await?);
+        let mut counts = Vec::new();
+        let mut members = Vec::new();
+        for (kind, key, count, role, display_name) in rows {
+            if kind == "event" {
+                counts.push((key, count));
+            } else {
+                members.push(
+                    MemberRow {
+                        user_id: key,
+                        role: role.unwrap_or_default(),
+                        display_name,
+                    }
+                    .into_domain()?,
+                );
             }
         }
-        Ok(JournalStamp(counts))
+        members.sort_by(|a, b| a.user_id.as_str().cmp(b.user_id.as_str()));
+        Ok((JournalStamp::of(counts)?, members))
     }
 
     /// The statement of work of `project` (empty until written).

@@ -8,7 +8,7 @@ use acdm_core::business::{
     Deliverable, Meeting, MeetingId, Report, ReportId, ReportKind, ReportStatus, RowImage, RowKey,
     StatementOfWork,
 };
-use acdm_core::domain::{ProjectId, ProjectRef};
+use acdm_core::domain::{MemberRole, ProjectId, ProjectRef};
 use acdm_core::events::{Actor, EventId, EventOp, EventStatus, NewEvent, Step};
 use acdm_core::{AbsPath, AgentName, Identity, ProjectName, ProjectSlug, ThreadId, UserId};
 use acdm_store::Store;
@@ -142,6 +142,30 @@ async fn the_journal_stamp_moves_with_every_step_of_the_projects_events_only() {
         );
         let applied = s.event(first.id).await.unwrap();
         assert_eq!(applied.status, EventStatus::Applied);
+
+        // The overview's one query: the same stamp, and the members as
+        // `members_info` lists them.
+        for (member, role) in [("u-b", MemberRole::Viewer), ("u-a", MemberRole::Owner)] {
+            s.set_member(&alpha.slug, &user(member), role)
+                .await
+                .unwrap();
+        }
+        let (stamp, members) = s.journal_stamp_and_members(alpha.id).await.unwrap();
+        assert_eq!(
+            stamp,
+            s.journal_stamp(alpha.id).await.unwrap(),
+            "{}",
+            db.name
+        );
+        assert_eq!(
+            members,
+            s.members_info(alpha.id).await.unwrap(),
+            "{}",
+            db.name
+        );
+        assert_eq!(members.len(), 2);
+        let (_, none) = s.journal_stamp_and_members(beta.id).await.unwrap();
+        assert!(none.is_empty());
     }
 }
 
