@@ -100,6 +100,17 @@ async fn milestones(env: &NcEnv, n: u32) -> Vec<Value> {
     out
 }
 
+/// An owner, an admin and a viewer beside the member `u-1`.
+async fn managers_and_viewer(env: &NcEnv) {
+    for (user, role) in [
+        ("u-owner", "owner"),
+        ("u-admin", "admin"),
+        ("u-viewer", "viewer"),
+    ] {
+        add_member(env, "alpha", user, role).await;
+    }
+}
+
 fn without(mut value: Value, fields: &[&str]) -> Value {
     for field in fields {
         value.as_object_mut().unwrap().remove(*field);
@@ -112,13 +123,7 @@ async fn the_overview_after_a_scripted_sequence_of_writes_matches_exactly() {
     let Some(env) = NcEnv::start().await else {
         return;
     };
-    for (user, role) in [
-        ("u-owner", "owner"),
-        ("u-admin", "admin"),
-        ("u-viewer", "viewer"),
-    ] {
-        add_member(&env, "alpha", user, role).await;
-    }
+    managers_and_viewer(&env).await;
     let (status, named) = env
         .admin(
             "PUT",
@@ -314,13 +319,7 @@ async fn advancing_is_for_managers_stale_is_a_conflict_and_a_revert_restores_mil
     let Some(env) = NcEnv::start().await else {
         return;
     };
-    for (user, role) in [
-        ("u-owner", "owner"),
-        ("u-admin", "admin"),
-        ("u-viewer", "viewer"),
-    ] {
-        add_member(&env, "alpha", user, role).await;
-    }
+    managers_and_viewer(&env).await;
     let (status, meta) = env
         .admin(
             "PUT",

@@ -16,6 +16,17 @@ use crate::business::{MemberRow, corrupt, parse, user};
 use crate::db::with_pool;
 use crate::error::StoreError;
 
+/// A row of the stamp-and-members query: an event count by status, or a
+/// member.
+#[derive(sqlx::FromRow)]
+struct StampOrMemberRow {
+    kind: String,
+    key: String,
+    count: i64,
+    role: Option<String>,
+    display_name: Option<String>,
+}
+
 #[derive(sqlx::FromRow)]
 struct UpcomingRow {
     id: String,
@@ -207,8 +218,9 @@ impl Store {
         &self,
         project: ProjectId,
     ) -> Result<(JournalStamp, Vec<MemberInfo>), StoreError> {
-        let rows: Vec<(String, String, i64, Option<String>, Option<String>)> = with_pool!(&self.pool, p => sqlx::query_as(
-            "SELECT 'event', status, COUNT(*), CAST(NULL AS TEXT), CAST(NULL AS TEXT) \
+        let rows: Vec<StampOrMemberRow> = with_pool!(&self.pool, p => sqlx::query_as(
+            "SELECT 'event' AS kind, status AS key, COUNT(*) AS count, CAST(NULL AS TEXT) AS role, \
+             CAST(NULL AS TEXT) AS display_name \
              FROM user_storage_events WHERE project_id = $1 GROUP BY status \
              UNION ALL \
              SELECT 'member', user_id, 0, role, display_name FROM project_members WHERE project_id = $1",
@@ -218,15 +230,15 @@ impl Store {
         .await?);
         let mut counts = Vec::new();
         let mut members = Vec::new();
-        for (kind, key, count, role, display_name) in rows {
-            if kind == "event" {
-                counts.push((key, count));
+        for row in rows {
+            if row.kind == "event" {
+                counts.push((row.key, row.count));
             } else {
                 members.push(
                     MemberRow {
-                        user_id: key,
-                        role: role.unwrap_or_default(),
-                        display_name,
+                        user_id: row.key,
+                        role: row.role.unwrap_or_default(),
+                        display_name: row.display_name,
                     }
                     .into_domain()?,
                 );

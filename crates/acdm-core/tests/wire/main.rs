@@ -12,66 +12,45 @@ use acdm_core::nc::NcOp;
 use acdm_core::project::ProjectOp;
 use serde_json::{Value, json};
 
+/// Each operation of a family as the snapshot records it.
+macro_rules! family {
+    ($ops:expr) => {
+        Value::Array(
+            $ops.iter()
+                .map(|op| {
+                    json!({
+                        "op": op.as_str(),
+                        "path": op.path(),
+                        "method": op.method(),
+                        "writes": op.writes(),
+                        "access": op.access(),
+                        "request": op.request_schema(),
+                        "data": op.data_schema(),
+                    })
+                })
+                .collect(),
+        )
+    };
+}
+
+fn assert_snapshot(name: &str, ops: &Value) {
+    acdm_test_support::snapshot::assert_json(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/snapshots/{name}-wire.json")),
+        ops,
+    );
+}
+
 #[test]
 fn the_nc_wire_schemas_match_the_committed_snapshot() {
-    let ops: Vec<Value> = NcOp::ALL
-        .iter()
-        .map(|op| {
-            json!({
-                "op": op.as_str(),
-                "path": op.path(),
-                "writes": op.writes(),
-                "access": op.access(),
-                "request": op.request_schema(),
-                "data": op.data_schema(),
-            })
-        })
-        .collect();
-    acdm_test_support::snapshot::assert_json(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/nc-wire.json"),
-        &Value::Array(ops),
-    );
+    assert_snapshot("nc", &family!(NcOp::ALL));
 }
 
 #[test]
 fn the_business_wire_schemas_match_the_committed_snapshot() {
-    let ops: Vec<Value> = BusinessOp::ALL
-        .iter()
-        .map(|op| {
-            json!({
-                "op": op.as_str(),
-                "path": op.path(),
-                "writes": op.writes(),
-                "access": op.access(),
-                "request": op.request_schema(),
-                "data": op.data_schema(),
-            })
-        })
-        .collect();
-    acdm_test_support::snapshot::assert_json(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/business-wire.json"),
-        &Value::Array(ops),
-    );
+    assert_snapshot("business", &family!(BusinessOp::ALL));
 }
 
 #[test]
 fn the_project_wire_schemas_match_the_committed_snapshot() {
-    let ops: Vec<Value> = ProjectOp::ALL
-        .iter()
-        .map(|op| {
-            json!({
-                "op": op.as_str(),
-                "path": op.path(),
-                "method": op.method(),
-                "writes": op.writes(),
-                "access": op.access(),
-                "request": op.request_schema(),
-                "data": op.data_schema(),
-            })
-        })
-        .collect();
-    acdm_test_support::snapshot::assert_json(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/project-wire.json"),
-        &Value::Array(ops),
-    );
+    assert_snapshot("project", &family!(ProjectOp::ALL));
 }

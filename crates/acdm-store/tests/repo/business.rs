@@ -7,34 +7,12 @@ use acdm_core::business::{
     Cursor, FileId, Meeting, MeetingFile, MeetingId, Milestone, MilestoneStatus, Report, ReportId,
     ReportKind, ReportStatus, RowImage,
 };
-use acdm_core::domain::{ProjectId, ProjectRef};
+use acdm_core::domain::ProjectId;
 use acdm_core::events::{Actor, EventId, EventOp, EventStatus, NewEvent, Step};
-use acdm_core::{AbsPath, ProjectName, ProjectSlug, UserId};
 use acdm_store::{Store, StoreError};
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::harness::migrated;
-
-fn at(text: &str) -> DateTime<Utc> {
-    text.parse().unwrap()
-}
-
-fn user(id: &str) -> UserId {
-    UserId::parse(id).unwrap()
-}
-
-async fn project(store: &Store, slug: &str) -> ProjectRef {
-    store
-        .create_project(
-            &ProjectSlug::parse(slug).unwrap(),
-            &ProjectName::parse(&slug.to_uppercase()).unwrap(),
-            &AbsPath::parse("/Projects").unwrap(),
-        )
-        .await
-        .unwrap()
-        .project
-        .to_ref()
-}
+use crate::harness::{at, migrated, project, user};
 
 fn meeting(starts_at: DateTime<Utc>, title: &str) -> Meeting {
     Meeting {

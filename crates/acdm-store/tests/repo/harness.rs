@@ -116,3 +116,27 @@ pub(crate) async fn migrated() -> Vec<TestDb> {
     }
     dbs
 }
+
+/// A time from RFC 3339 text.
+pub(crate) fn at(text: &str) -> chrono::DateTime<chrono::Utc> {
+    text.parse().unwrap()
+}
+
+/// A user id.
+pub(crate) fn user(id: &str) -> acdm_core::UserId {
+    acdm_core::UserId::parse(id).unwrap()
+}
+
+/// A new project `slug` (its name the slug in capitals).
+pub(crate) async fn project(store: &Store, slug: &str) -> acdm_core::domain::ProjectRef {
+    store
+        .create_project(
+            &acdm_core::ProjectSlug::parse(slug).unwrap(),
+            &acdm_core::ProjectName::parse(&slug.to_uppercase()).unwrap(),
+            &acdm_core::AbsPath::parse("/Projects").unwrap(),
+        )
+        .await
+        .unwrap()
+        .project
+        .to_ref()
+}

@@ -8,34 +8,13 @@ use acdm_core::business::{
     Deliverable, Meeting, MeetingId, Report, ReportId, ReportKind, ReportStatus, RowImage, RowKey,
     StatementOfWork,
 };
-use acdm_core::domain::{MemberRole, ProjectId, ProjectRef};
+use acdm_core::domain::{MemberRole, ProjectId};
 use acdm_core::events::{Actor, EventId, EventOp, EventStatus, NewEvent, Step};
-use acdm_core::{AbsPath, AgentName, Identity, ProjectName, ProjectSlug, ThreadId, UserId};
+use acdm_core::{AgentName, Identity, ThreadId};
 use acdm_store::Store;
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::harness::migrated;
-
-fn at(text: &str) -> DateTime<Utc> {
-    text.parse().unwrap()
-}
-
-fn user(id: &str) -> UserId {
-    UserId::parse(id).unwrap()
-}
-
-async fn project(store: &Store, slug: &str) -> ProjectRef {
-    store
-        .create_project(
-            &ProjectSlug::parse(slug).unwrap(),
-            &ProjectName::parse(&slug.to_uppercase()).unwrap(),
-            &AbsPath::parse("/Projects").unwrap(),
-        )
-        .await
-        .unwrap()
-        .project
-        .to_ref()
-}
+use crate::harness::{at, migrated, project, user};
 
 fn agent() -> Actor {
     Actor::via_agent(&Identity::new(
