@@ -174,6 +174,7 @@ pub struct ReadRequest {
     pub offset: u64,
     /// Most bytes to return (the server's default and cap apply).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_bytes: Option<u64>,
 }
 
@@ -213,12 +214,14 @@ pub struct ReadData {
 #[serde(deny_unknown_fields)]
 pub struct SearchRequest {
     /// What to look for (1–500 characters).
+    #[schemars(length(min = 1, max = 500))]
     pub query: String,
     /// Only this mount (default: every mount).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount: Option<String>,
     /// Most hits (1–100, default 20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
     pub limit: Option<u32>,
 }
 

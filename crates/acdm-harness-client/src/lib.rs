@@ -10,6 +10,9 @@
 //!   run with [`with_identity`]; every call in that task sends the three
 //!   identity headers. Code that runs before that context exists (prompt
 //!   building) uses [`HarnessClient::as_identity`].
+//! - **The tool catalog** ([`catalog()`]): every operation as a tool an
+//!   engine registers as it is — name, LLM description, the input's JSON
+//!   Schema from the same types, risk annotations.
 //! - **Never a transport error**: every outcome is a
 //!   [`ToolResponse`](acdm_core::ToolResponse) an LLM can read — see
 //!   [`HarnessClient::call`] for the mapping of timeouts, the two kinds of
@@ -46,6 +49,7 @@
 //! # Ok(()) }
 //! ```
 
+mod catalog;
 mod client;
 mod config;
 mod context;
@@ -54,6 +58,7 @@ mod methods;
 #[cfg(feature = "blocking")]
 pub mod blocking;
 
+pub use catalog::{Annotations, ToolDefinition, catalog};
 pub use client::{HarnessClient, Scoped};
 pub use config::{ClientConfig, ConfigError, DEFAULT_BACKEND_URL, DEFAULT_TIMEOUT};
 pub use context::{current_identity, with_identity};

@@ -133,6 +133,7 @@ pub struct ListMeetingsRequest {
     pub to: Option<DateTime<FixedOffset>>,
     /// Page size, 1–100 (default 20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page, as returned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -152,6 +153,7 @@ pub struct MeetingRequest {
 #[serde(deny_unknown_fields)]
 pub struct CreateMeetingRequest {
     /// 1–200 characters, one line.
+    #[schemars(length(min = 1, max = 200))]
     pub title: String,
     /// When it starts, RFC 3339 with an offset.
     pub starts_at: DateTime<FixedOffset>,
@@ -159,12 +161,15 @@ pub struct CreateMeetingRequest {
     pub ends_at: DateTime<FixedOffset>,
     /// Where (a room, a link); up to 500 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 500))]
     pub location: Option<String>,
     /// What will be discussed (markdown, up to 20,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 20000))]
     pub agenda: Option<String>,
     /// Notes (markdown, up to 20,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 20000))]
     pub notes: Option<String>,
     /// User ids of project members (see `list_members`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -181,8 +186,9 @@ pub struct UpdateMeetingRequest {
     /// The `version` you read; a stale one is a `conflict` with the current
     /// version and the fields that differ.
     pub if_version: i64,
-    /// New title.
+    /// New title (1–200 characters, one line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 200))]
     pub title: Option<String>,
     /// New start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -190,14 +196,17 @@ pub struct UpdateMeetingRequest {
     /// New end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ends_at: Option<DateTime<FixedOffset>>,
-    /// New location (empty clears it).
+    /// New location (empty clears it; up to 500 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 500))]
     pub location: Option<String>,
-    /// New agenda (empty clears it).
+    /// New agenda (empty clears it; up to 20,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 20000))]
     pub agenda: Option<String>,
-    /// New notes (empty clears them).
+    /// New notes (empty clears them; up to 20,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 20000))]
     pub notes: Option<String>,
     /// The whole new list of attendees (member user ids).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -259,6 +268,7 @@ pub struct ListReportsRequest {
     pub status: Option<ReportStatus>,
     /// Page size, 1–100 (default 20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page, as returned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -284,6 +294,7 @@ pub struct UpdateReportStatusRequest {
     pub to: ReportStatus,
     /// Why (required for `rejected`; up to 2,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2000))]
     pub comment: Option<String>,
     /// The `version` you read; a stale one is a `conflict`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

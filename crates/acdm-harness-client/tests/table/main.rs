@@ -802,3 +802,15 @@ fn the_project_methods_send_their_methods_paths_and_bodies() {
         assert_eq!(sent, json!({"if_current": 2}));
     }
 }
+
+/// The whole tool catalog, committed: a change to a description, a schema
+/// or an annotation shows as a diff of `tests/snapshots/catalog.json`,
+/// updated deliberately with `ACDM_UPDATE_SNAPSHOTS=1`.
+#[test]
+fn the_catalog_matches_the_committed_snapshot() {
+    let catalog = serde_json::to_value(acdm_harness_client::catalog()).unwrap();
+    acdm_test_support::snapshot::assert_json(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/catalog.json"),
+        &catalog,
+    );
+}
