@@ -664,6 +664,31 @@ impl NcEnv {
     }
 
     /// `GET /admin/events?<query>`: one page, newest first.
+    /// A `GET` with a JSON body as `user` through the agent `ALPHA` (what
+    /// a generic client may send to the project reads).
+    pub(crate) async fn raw_get_with_body(
+        &self,
+        path: &str,
+        user: &str,
+        body: &Value,
+    ) -> ToolResponse<Value> {
+        let response = self
+            .client
+            .get(format!("{}/{path}", self.base))
+            .header("X-ACDM-Service-Auth", TOKEN)
+            .header("X-ACDM-User-Id", user)
+            .header("X-ACDM-Agent-Name", ALPHA)
+            .header("X-ACDM-Thread-Id", THREAD)
+            .header("Content-Type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        let text = response.text().await.unwrap();
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{path}: not an envelope ({e}): {text}"))
+    }
+
     pub(crate) async fn events_page(&self, query: &str) -> (Vec<Value>, Option<String>) {
         let (status, body) = self
             .admin("GET", &format!("/admin/events?{query}"), None)

@@ -13,6 +13,7 @@
 mod admin;
 mod business;
 mod business_typed;
+mod catalog;
 mod cli;
 mod connections;
 mod dav;

@@ -580,6 +580,36 @@ impl Ctx {
     }
 
     async fn update_meeting(&self, body: UpdateMeetingRequest) -> Reply {
+        // What the request alone decides is checked before anything is
+        // looked up: a malformed request is a validation_error whatever
+        // the meeting's state.
+        let UpdateMeetingRequest {
+            title,
+            starts_at,
+            ends_at,
+            location,
+            agenda,
+            notes,
+            attendees,
+            ..
+        } = &body;
+        if title.is_none()
+            && starts_at.is_none()
+            && ends_at.is_none()
+            && location.is_none()
+            && agenda.is_none()
+            && notes.is_none()
+            && attendees.is_none()
+        {
+            return Err(invalid_field(".", "nothing to change: give at least one field")
+                .with_suggested_action("Give at least one of title, starts_at, ends_at, location, agenda, notes, attendees with a new value."));
+        }
+        if let Some(title) = &body.title {
+            field("title", check_line(title, limits::TITLE_CHARS))?;
+        }
+        optional_line("location", body.location.clone(), limits::LOCATION_CHARS)?;
+        optional_text("agenda", body.agenda.clone(), limits::MEETING_TEXT_CHARS)?;
+        optional_text("notes", body.notes.clone(), limits::MEETING_TEXT_CHARS)?;
         let current = self.meeting(body.meeting_id).await?;
         if current.version != body.if_version {
             return Err(self.stale_meeting(&current, body.if_version).await);
@@ -1034,6 +1064,7 @@ impl Ctx {
     }
 
     async fn update_report_status(&self, body: UpdateReportStatusRequest) -> Reply {
+        let comment = optional_text("comment", body.comment, limits::COMMENT_CHARS)?;
         let details = self
             .state
             .store
@@ -1087,7 +1118,6 @@ impl Ctx {
             from.move_needs(body.to),
             &format!("move a report from {from} to {}", body.to),
         )?;
-        let comment = optional_text("comment", body.comment, limits::COMMENT_CHARS)?;
         if body.to == ReportStatus::Rejected
             && comment.as_deref().is_none_or(|c| c.trim().is_empty())
         {

@@ -127,6 +127,7 @@ pub struct ListRequest {
     pub rel_path: String,
     /// The mount (default `project`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$"))]
     pub mount: Option<String>,
 }
 
@@ -168,6 +169,7 @@ pub struct ReadRequest {
     pub rel_path: String,
     /// The mount (default `project`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$"))]
     pub mount: Option<String>,
     /// First byte to return.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -218,6 +220,7 @@ pub struct SearchRequest {
     pub query: String,
     /// Only this mount (default: every mount).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$"))]
     pub mount: Option<String>,
     /// Most hits (1–100, default 20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -262,9 +265,11 @@ pub struct WriteRequest {
     pub encoding: Option<Encoding>,
     /// Only overwrite when the file still has this etag.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
     pub if_match: Option<String>,
     /// The mount (default `project`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$"))]
     pub mount: Option<String>,
 }
 
@@ -293,6 +298,7 @@ pub struct DeleteRequest {
     pub rel_path: String,
     /// The mount (default `project`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$"))]
     pub mount: Option<String>,
     /// Only report what would be removed (the default).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
@@ -356,6 +362,7 @@ pub struct MoveRequest {
     pub overwrite: bool,
     /// The mount (default `project`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$"))]
     pub mount: Option<String>,
 }
 

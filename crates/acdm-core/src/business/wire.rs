@@ -137,6 +137,7 @@ pub struct ListMeetingsRequest {
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page, as returned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9a-f]{2})+$"))]
     pub cursor: Option<String>,
 }
 
@@ -176,10 +177,11 @@ pub struct CreateMeetingRequest {
     pub attendees: Option<Vec<String>>,
 }
 
-/// `update_meeting`: only the fields given change. An empty `location`,
-/// `agenda` or `notes` clears it.
+/// `update_meeting`: only the fields given change (at least one). An
+/// empty `location`, `agenda` or `notes` clears it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("minProperties" = 3))]
 pub struct UpdateMeetingRequest {
     /// The meeting.
     pub meeting_id: MeetingId,
@@ -272,6 +274,7 @@ pub struct ListReportsRequest {
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page, as returned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9a-f]{2})+$"))]
     pub cursor: Option<String>,
 }
 
