@@ -1,6 +1,7 @@
 //! The command line: where the backend is, who is calling, how to print,
-//! and one subcommand per nc operation (spec §6.1) and per business
-//! operation (spec §6.2). The service token is
+//! one subcommand per nc operation (spec §6.1), business operation (spec
+//! §6.2) and project operation (spec §6.3), and `catalog`, the tool
+//! definitions an engine registers (spec §7). The service token is
 //! deliberately not an option — command lines show in `ps` — and is read
 //! from `ACDM_MCP_SERVICE_TOKEN` only.
 
@@ -87,6 +88,29 @@ pub(crate) enum Command {
     /// (`2026-12-01T09:00:00+01:00` or `…Z`).
     #[command(subcommand)]
     Business(BusinessCommand),
+    /// The project overview, statement of work and milestone advance:
+    /// /agent-tools/project/….
+    #[command(subcommand)]
+    Project(ProjectCommand),
+    /// Print the tool catalog an engine registers (JSON; a readable list
+    /// with --human). Needs no backend, token or identity.
+    Catalog,
+}
+
+/// The three project operations.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ProjectCommand {
+    /// Everything about the project in one call (GET project/overview).
+    Overview,
+    /// The statement of work (GET project/sow).
+    Sow,
+    /// Mark the current milestone done and the next one current (admins
+    /// and owners).
+    Advance {
+        /// The seq of the milestone you believe is current.
+        #[arg(long, value_name = "SEQ")]
+        if_current: u32,
+    },
 }
 
 /// The seven nc operations.

@@ -6,6 +6,9 @@
 //! characters escaped, so a file name or a file cannot drive the terminal.
 
 mod business;
+mod project;
+
+pub(crate) use project::catalog;
 
 use std::fmt::Write as _;
 

@@ -1,6 +1,6 @@
 //! What a command does: read the content to write, check the identity,
-//! build the typed request of `acdm_core::nc` or
-//! `acdm_core::business::wire`, call the harness client as that identity
+//! build the typed request of `acdm_core::nc`, `acdm_core::business::wire`
+//! or `acdm_core::project`, call the harness client as that identity
 //! and print the ToolResponse it returns.
 //!
 //! Nothing is sent when the identity is incomplete (a ToolResponse
@@ -24,6 +24,7 @@ use acdm_core::nc::{
     DeleteData, DeleteRequest, Encoding, ListRequest, MoveRequest, ReadRequest, SearchRequest,
     WriteRequest,
 };
+use acdm_core::project::AdvanceMilestoneRequest;
 use acdm_core::{ErrorCode, Identity, IdentityError, ToolResponse};
 use acdm_harness_client::{ClientConfig, HarnessClient};
 use base64::Engine as _;
@@ -32,7 +33,9 @@ use clap::error::ErrorKind;
 use secrecy::SecretString;
 use serde::Serialize;
 
-use crate::cli::{BusinessCommand, Cli, Command, ContentArgs, NcCommand, TOKEN_ENV, WriteArgs};
+use crate::cli::{
+    BusinessCommand, Cli, Command, ContentArgs, NcCommand, ProjectCommand, TOKEN_ENV, WriteArgs,
+};
 use crate::human::{self, Human};
 
 /// One typed call, ready to send.
@@ -58,6 +61,9 @@ enum Call {
     UpdateReportStatus(UpdateReportStatusRequest),
     ListMembers,
     GetProjectMeta,
+    Overview,
+    Sow,
+    Advance(AdvanceMilestoneRequest),
 }
 
 /// Runs the command and returns the process's exit status.
@@ -65,6 +71,12 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
     let call = match cli.command {
         Command::Nc(nc) => call(nc),
         Command::Business(business) => business_call(business),
+        Command::Project(ProjectCommand::Overview) => Ok(Call::Overview),
+        Command::Project(ProjectCommand::Sow) => Ok(Call::Sow),
+        Command::Project(ProjectCommand::Advance { if_current }) => {
+            Ok(Call::Advance(AdvanceMilestoneRequest { if_current }))
+        }
+        Command::Catalog => return print_catalog(cli.human),
     };
     let call = match call {
         Ok(call) => call,
@@ -113,7 +125,22 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
         Call::UpdateReportStatus(r) => emit(&client.business_update_report_status(&r).await, human),
         Call::ListMembers => emit(&client.business_list_members().await, human),
         Call::GetProjectMeta => emit(&client.business_get_project_meta().await, human),
+        Call::Overview => emit(&client.project_overview().await, human),
+        Call::Sow => emit(&client.project_sow().await, human),
+        Call::Advance(r) => emit(&client.project_advance_milestone(&r).await, human),
     }
+}
+
+/// `catalog`: the tool definitions, as JSON or a readable list.
+fn print_catalog(human: bool) -> ExitCode {
+    let tools = acdm_harness_client::catalog();
+    let text = if human {
+        human::catalog(&tools)
+    } else {
+        serde_json::to_string_pretty(&tools).unwrap_or_default() + "\n"
+    };
+    let _ = io::stdout().lock().write_all(text.as_bytes());
+    ExitCode::SUCCESS
 }
 
 /// A dry-run preview's suggested action names this tool's flag (`--yes`)

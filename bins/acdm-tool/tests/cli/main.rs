@@ -13,6 +13,7 @@
 mod business;
 mod double;
 mod nc;
+mod project;
 mod refusals;
 
 use std::io::Write;
