@@ -14,8 +14,8 @@ use acdm_core::RelPath;
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderValue};
-use reqwest::{Response, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use url::Url;
@@ -23,7 +23,7 @@ use url::Url;
 use crate::WikiSource;
 use crate::error::SourceError;
 use crate::http::{
-    HttpClient, Idempotency, read_capped, retry_after, transport_error, unexpected_status,
+    HttpClient, Idempotency, Upstream, read_capped, retry_after, transport_error, unexpected_status,
 };
 use crate::model::{
     GitRef, ReadRange, ReadStream, WikiHit, WikiQuery, WikiSearch, WikiWindow, window_of,
@@ -128,7 +128,7 @@ impl GitLabWiki {
         url
     }
 
-    async fn get(&self, url: Url) -> Result<Response, SourceError> {
+    async fn get(&self, url: Url) -> Result<Upstream, SourceError> {
         let headers = self.headers()?;
         self.http
             .send(SOURCE, Idempotency::Read, |client| {
@@ -138,7 +138,7 @@ impl GitLabWiki {
     }
 
     /// Maps an error response, reading its (small) body for the message.
-    async fn failure(response: Response, what: &str, git_ref: Option<&GitRef>) -> SourceError {
+    async fn failure(response: Upstream, what: &str, git_ref: Option<&GitRef>) -> SourceError {
         let status = response.status();
         let headers = response.headers().clone();
         let body = read_capped(SOURCE, response, 64 * 1024)

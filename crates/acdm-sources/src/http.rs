@@ -8,10 +8,13 @@
 //! exponential backoff and full jitter inside the request's time budget.
 //! Transport errors are turned into [`SourceError`]s without the URL.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::StreamExt;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use reqwest::{Client, RequestBuilder, Response, StatusCode, header};
@@ -25,7 +28,9 @@ pub struct HttpSettings {
     pub connect_timeout: Duration,
     /// Longest silence while reading a response.
     pub read_timeout: Duration,
-    /// Budget for a whole call, retries included.
+    /// Budget for a whole call, retries and the response body included: a
+    /// hard deadline, never exceeded. A request's own deadline
+    /// ([`crate::deadline`]) shortens it.
     pub timeout: Duration,
     /// Extra attempts for idempotent requests (0 = none).
     pub retries: u32,
@@ -34,6 +39,10 @@ pub struct HttpSettings {
     /// Longest `Retry-After` we wait for ourselves before giving up and
     /// reporting the rate limit.
     pub max_retry_after: Duration,
+    /// Requests in flight at once to one upstream host (from sending until
+    /// the response body is read or dropped); more wait for a slot within
+    /// their deadline.
+    pub max_connections_per_host: usize,
     /// `User-Agent` sent upstream.
     pub user_agent: String,
 }
@@ -42,11 +51,12 @@ impl Default for HttpSettings {
     fn default() -> Self {
         Self {
             connect_timeout: Duration::from_secs(5),
-            read_timeout: Duration::from_secs(15),
-            timeout: Duration::from_secs(30),
+            read_timeout: Duration::from_secs(10),
+            timeout: Duration::from_secs(20),
             retries: 2,
             backoff: Duration::from_millis(100),
             max_retry_after: Duration::from_secs(2),
+            max_connections_per_host: 32,
             user_agent: format!("acdm-backend/{}", env!("CARGO_PKG_VERSION")),
         }
     }
@@ -67,6 +77,44 @@ pub enum Idempotency {
 pub struct HttpClient {
     client: Client,
     settings: Arc<HttpSettings>,
+    /// One semaphore per upstream `host:port`, created on first use.
+    hosts: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
+}
+
+/// An upstream response, holding its host's connection slot until its body
+/// is read or it is dropped. Reads like the `reqwest::Response` it wraps.
+#[derive(Debug)]
+pub(crate) struct Upstream {
+    response: Response,
+    slot: Option<OwnedSemaphorePermit>,
+}
+
+impl Upstream {
+    /// The body as a stream of chunks; the slot is held until the stream
+    /// ends or is dropped.
+    pub(crate) fn bytes_stream(
+        self,
+    ) -> impl futures_util::Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Send + 'static
+    {
+        let slot = self.slot;
+        self.response.bytes_stream().map(move |chunk| {
+            let _held = &slot;
+            chunk
+        })
+    }
+}
+
+impl std::ops::Deref for Upstream {
+    type Target = Response;
+    fn deref(&self) -> &Response {
+        &self.response
+    }
+}
+
+impl std::ops::DerefMut for Upstream {
+    fn deref_mut(&mut self) -> &mut Response {
+        &mut self.response
+    }
 }
 
 impl HttpClient {
@@ -91,6 +139,7 @@ impl HttpClient {
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(settings.user_agent.clone())
             .pool_idle_timeout(Duration::from_secs(60))
+            .pool_max_idle_per_host(settings.max_connections_per_host)
             .build()
             .map_err(|_| {
                 SourceError::NotConfigured("the HTTP client could not be built".to_owned())
@@ -98,6 +147,7 @@ impl HttpClient {
         Ok(Self {
             client,
             settings: Arc::new(settings),
+            hosts: Arc::default(),
         })
     }
 
@@ -106,34 +156,70 @@ impl HttpClient {
         &self.settings
     }
 
+    /// The connection slots of `url`'s host.
+    fn slots(&self, url: &url::Url) -> Arc<Semaphore> {
+        let host = format!(
+            "{}:{}",
+            url.host_str().unwrap_or_default(),
+            url.port_or_known_default().unwrap_or_default()
+        );
+        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        hosts
+            .entry(host)
+            .or_insert_with(|| {
+                Arc::new(Semaphore::new(
+                    self.settings.max_connections_per_host.max(1),
+                ))
+            })
+            .clone()
+    }
+
     /// Sends the request `build` makes (called once per attempt) and
     /// returns the response, whatever its status; statuses are mapped by
     /// the caller, which knows the protocol. `Read`s are retried on
-    /// transient outcomes within the time budget.
+    /// transient outcomes. The whole call — waiting for a connection slot,
+    /// every attempt, the waits between them and reading the body — ends
+    /// by one deadline: [`HttpSettings::timeout`] from now, or the
+    /// request's own ([`crate::deadline`]) when sooner; past it the call
+    /// is a [`SourceError::Timeout`].
     pub(crate) async fn send(
         &self,
         source_name: &'static str,
         idempotency: Idempotency,
         build: impl Fn(&Client) -> RequestBuilder,
-    ) -> Result<Response, SourceError> {
+    ) -> Result<Upstream, SourceError> {
         let attempts = match idempotency {
             Idempotency::Read => self.settings.retries + 1,
             Idempotency::Write => 1,
         };
-        let outcome = retrying(source_name, self.settings.timeout, attempts, |attempt| {
-            let request = build(&self.client);
+        let deadline = crate::deadline::sooner(Instant::now() + self.settings.timeout);
+        let call = retrying(source_name, deadline, attempts, |attempt| {
+            let request = build(&self.client).build();
             async move {
-                let outcome = request.send().await;
+                let mut request = match request {
+                    Ok(request) => request,
+                    Err(error) => return (Err(error), None),
+                };
+                // Never closed, so always a slot once one is free.
+                let slot = self.slots(request.url()).acquire_owned().await.ok();
+                // This attempt, its body included, ends by the deadline.
+                *request.timeout_mut() = Some(deadline.saturating_duration_since(Instant::now()));
+                let outcome = self.client.execute(request).await;
                 let delay = match &outcome {
                     Ok(response) => retry_delay(response, &self.settings),
                     Err(error) if is_transient(error) => Some(self.backoff(attempt)),
                     Err(_) => None,
                 };
-                (outcome, delay)
+                (outcome.map(|response| Upstream { response, slot }), delay)
             }
-        })
-        .await;
-        outcome.map_err(|e| transport_error(source_name, e))
+        });
+        match tokio::time::timeout_at(deadline, call).await {
+            Ok(outcome) => outcome.map_err(|e| transport_error(source_name, e)),
+            Err(_) => {
+                tracing::debug!(source = source_name, "upstream call reached its deadline");
+                Err(SourceError::Timeout(source_name))
+            }
+        }
     }
 
     /// Full-jitter exponential backoff: a random delay up to base × 2^(n−1),
@@ -150,13 +236,12 @@ impl HttpClient {
 }
 
 /// Makes up to `attempts` attempts (numbered from 1) of a call to `source`
-/// while each says how
-/// long to wait before the next one, and returns the last outcome. Stops
-/// early when waiting would reach `budget`, counted from the first attempt
-/// on tokio's clock (so a paused clock drives it in tests).
+/// while each says how long to wait before the next one, and returns the
+/// last outcome. Stops early when waiting would reach `deadline` (on
+/// tokio's clock, so a paused clock drives it in tests).
 async fn retrying<T, F, Fut>(
     source: &'static str,
-    budget: Duration,
+    deadline: Instant,
     attempts: u32,
     mut attempt: F,
 ) -> T
@@ -164,7 +249,6 @@ where
     F: FnMut(u32) -> Fut,
     Fut: Future<Output = (T, Option<Duration>)>,
 {
-    let started = Instant::now();
     let mut n = 0;
     loop {
         n += 1;
@@ -172,7 +256,7 @@ where
         let Some(delay) = delay.filter(|_| n < attempts) else {
             return outcome;
         };
-        if started.elapsed() + delay >= budget {
+        if Instant::now() + delay >= deadline {
             return outcome;
         }
         tracing::debug!(
@@ -252,7 +336,7 @@ pub(crate) fn transport_error(source_name: &'static str, error: reqwest::Error) 
 /// upstream cannot make us buffer without bound.
 pub(crate) async fn read_capped(
     source_name: &'static str,
-    mut response: Response,
+    mut response: Upstream,
     cap: usize,
 ) -> Result<Vec<u8>, SourceError> {
     if response.content_length().is_some_and(|n| n > cap as u64) {
@@ -357,7 +441,7 @@ mod tests {
         let start = Instant::now();
         let last = retrying(
             "test",
-            Duration::from_secs(60),
+            start + Duration::from_secs(60),
             3,
             always_retry(&made, start, Duration::from_secs(2)),
         )
@@ -378,7 +462,7 @@ mod tests {
         // 4 s; waiting again would reach 6 s, so the third is the last.
         let last = retrying(
             "test",
-            Duration::from_secs(5),
+            start + Duration::from_secs(5),
             10,
             always_retry(&made, start, Duration::from_secs(2)),
         )
@@ -390,7 +474,7 @@ mod tests {
         let start = Instant::now();
         let last = retrying(
             "test",
-            Duration::from_secs(5),
+            start + Duration::from_secs(5),
             10,
             always_retry(&made, start, Duration::from_secs(7)),
         )
@@ -402,7 +486,7 @@ mod tests {
     async fn an_outcome_not_worth_retrying_is_returned_at_once() {
         let mut calls = 0;
         let start = Instant::now();
-        let last = retrying("test", Duration::from_secs(60), 5, |n| {
+        let last = retrying("test", start + Duration::from_secs(60), 5, |n| {
             calls += 1;
             std::future::ready((n, (n < 2).then_some(Duration::from_secs(1))))
         })

@@ -26,6 +26,7 @@
 //! **Architecture invariant:** depends on acdm-core only among workspace
 //! crates; knows nothing of axum, MCP or the database.
 
+pub mod deadline;
 pub mod error;
 pub mod gitlab;
 pub mod http;

@@ -10,11 +10,13 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
 use reqwest::header::{self, HeaderMap, HeaderValue};
-use reqwest::{Method, Response, StatusCode};
+use reqwest::{Method, StatusCode};
 
 use crate::error::SourceError;
 use crate::http::HttpClient;
-use crate::http::{Idempotency, read_capped, retry_after, transport_error, unexpected_status};
+use crate::http::{
+    Idempotency, Upstream, read_capped, retry_after, transport_error, unexpected_status,
+};
 use crate::model::{
     ETag, Entry, EntryKind, Precondition, ReadRange, ReadStream, WriteOutcome, window_of,
 };
@@ -89,7 +91,7 @@ impl NextcloudFiles {
         path: &AbsPath,
         headers: HeaderMap,
         body: Option<Bytes>,
-    ) -> Result<Response, SourceError> {
+    ) -> Result<Upstream, SourceError> {
         let url = self.endpoint.url_for(path)?;
         let credentials = self.endpoint.credentials()?;
         let response = self

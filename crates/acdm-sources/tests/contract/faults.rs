@@ -163,6 +163,7 @@ fn fault_http() -> HttpClient {
         backoff: Duration::from_millis(20),
         max_retry_after: Duration::from_secs(1),
         user_agent: "acdm-backend-fault-tests".to_owned(),
+        ..HttpSettings::default()
     })
     .unwrap()
 }
@@ -196,13 +197,18 @@ const ALL: &[Op] = &[
 ];
 
 async fn run(op: Op, addr: SocketAddr) -> Result<(), SourceError> {
+    run_with(op, addr, fault_http()).await
+}
+
+/// [`run`] with clients over `http`.
+async fn run_with(op: Op, addr: SocketAddr, http: HttpClient) -> Result<(), SourceError> {
     let base = url::Url::parse(&format!("http://{addr}/")).unwrap();
     let nc = NextcloudConfig {
         url: base.clone(),
         user: "u".to_owned(),
         app_password: Some(SecretString::from("p")),
     };
-    let files = NextcloudFiles::new(nc.clone(), fault_http()).unwrap();
+    let files = NextcloudFiles::new(nc.clone(), http.clone()).unwrap();
     let wiki = GitLabWiki::new(
         GitLabConfig {
             base_url: base,
@@ -210,7 +216,7 @@ async fn run(op: Op, addr: SocketAddr) -> Result<(), SourceError> {
             token: Some(SecretString::from("glpat-x")),
             default_ref: GitRef::parse("main").unwrap(),
         },
-        fault_http(),
+        http.clone(),
     )
     .unwrap();
     let path = abs("/Projects/Alpha/notes.md");
@@ -236,7 +242,7 @@ async fn run(op: Op, addr: SocketAddr) -> Result<(), SourceError> {
                 .await
         }
         Op::MakeFolders => files.make_folders(&abs("/Projects/Alpha/new")).await,
-        Op::Search => NextcloudSearch::new(nc, fault_http())
+        Op::Search => NextcloudSearch::new(nc, http)
             .unwrap()
             .search("plan", 10, &abs("/Projects/Alpha"))
             .await
@@ -306,6 +312,92 @@ async fn a_stalled_upstream_times_out_within_the_budget() {
             "{op:?} took {took:?}"
         );
     }
+}
+
+// Paused clock. With 2 s of silence allowed and three attempts, a stalled
+// upstream used to answer after 6 s whatever the budget said: the budget
+// was only checked before a retry started. It is a deadline now.
+#[tokio::test(start_paused = true)]
+async fn a_stall_answers_by_the_budget_however_many_attempts_are_left() {
+    let budget = Duration::from_secs(5);
+    let http = HttpClient::new(HttpSettings {
+        read_timeout: Duration::from_secs(2),
+        timeout: budget,
+        retries: 2,
+        backoff: Duration::from_millis(20),
+        ..HttpSettings::default()
+    })
+    .unwrap();
+    let server = FaultServer::start(Behavior::Stall).await;
+    for op in [Op::Stat, Op::Read, Op::Search, Op::WikiRead] {
+        let started = Instant::now();
+        let error = run_with(op, server.addr, http.clone()).await.unwrap_err();
+        let took = started.elapsed();
+        assert!(
+            matches!(error, SourceError::Timeout(_)),
+            "{op:?}: {error:?}"
+        );
+        assert!(
+            took > Duration::from_secs(4) && took <= budget,
+            "{op:?} took {took:?}"
+        );
+    }
+}
+
+// Paused clock. A request's deadline ends every upstream call it makes,
+// however long their own budget.
+#[tokio::test(start_paused = true)]
+async fn a_requests_deadline_ends_its_upstream_calls_sooner() {
+    let server = FaultServer::start(Behavior::Stall).await;
+    for op in [Op::Stat, Op::Write, Op::Search] {
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(700);
+        let error = acdm_sources::deadline::within(deadline, run(op, server.addr))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, SourceError::Timeout(_)),
+            "{op:?}: {error:?}"
+        );
+        assert_eq!(started.elapsed(), Duration::from_millis(700), "{op:?}");
+    }
+    // A deadline already past sends nothing.
+    let before = server.connections.load(Ordering::SeqCst);
+    let error = acdm_sources::deadline::within(Instant::now(), run(Op::Stat, server.addr))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, SourceError::Timeout(_)), "{error:?}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), before);
+}
+
+// Paused clock. Ten calls at once to a host allowed two connections: two
+// reach it, the others wait for a slot, and all end by their deadline.
+#[tokio::test(start_paused = true)]
+async fn a_host_gets_no_more_requests_at_once_than_its_cap() {
+    let http = HttpClient::new(HttpSettings {
+        timeout: BUDGET,
+        retries: 0,
+        max_connections_per_host: 2,
+        ..HttpSettings::default()
+    })
+    .unwrap();
+    let server = FaultServer::start(Behavior::Stall).await;
+    let started = Instant::now();
+    let calls: Vec<_> = (0..10)
+        .map(|_| tokio::spawn(run_with(Op::Stat, server.addr, http.clone())))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+    for call in calls {
+        let error = call.await.unwrap().unwrap_err();
+        assert!(matches!(error, SourceError::Timeout(_)), "{error:?}");
+    }
+    assert_eq!(
+        started.elapsed(),
+        BUDGET,
+        "waiting for a slot ends by the deadline"
+    );
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test]

@@ -30,6 +30,7 @@ pub(crate) fn test_http() -> HttpClient {
         backoff: Duration::from_millis(50),
         max_retry_after: Duration::from_secs(2),
         user_agent: "acdm-backend-tests".to_owned(),
+        ..HttpSettings::default()
     })
     .unwrap()
 }
