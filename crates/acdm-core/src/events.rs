@@ -333,6 +333,34 @@ pub fn trash_folder(files_base: &AbsPath, project: &ProjectSlug, event: EventId)
     path
 }
 
+/// Where the trash of an event that changed nothing goes, so the trash
+/// holds only what a revert can restore: `<base>/.acdm-trash/<slug>/discarded/<day>/<event id>`,
+/// one folder per day it was discarded (the discard area's retention is
+/// counted in those days: an operator empties the days past it).
+pub fn discard_folder(
+    files_base: &AbsPath,
+    project: &ProjectSlug,
+    day: chrono::NaiveDate,
+    event: EventId,
+) -> AbsPath {
+    // Valid segments by construction: fixed names, a slug, a date, a UUID.
+    let mut path = files_base.clone();
+    let day = day.format("%Y-%m-%d").to_string();
+    for name in [
+        TRASH_FOLDER,
+        project.as_str(),
+        DISCARD_FOLDER,
+        &day,
+        &event.to_string(),
+    ] {
+        path = path.join_name(name).unwrap_or_else(|_| path.clone());
+    }
+    path
+}
+
+/// The name of a project's discard area inside its trash.
+pub const DISCARD_FOLDER: &str = "discarded";
+
 /// The place in an event's trash for the `index`-th thing it keeps, named
 /// like the original: `<trash>/<index>/<name>`.
 pub fn kept_path(trash: &AbsPath, index: usize, original: &AbsPath) -> Result<AbsPath, PathError> {
@@ -507,6 +535,14 @@ mod tests {
         let kept = kept_path(&trash, 0, &abs("/Projects/Alpha/a b#.md")).unwrap();
         assert_eq!(kept.segments().last().unwrap(), "a b#.md");
         assert!(trash.contains(&kept));
+        let day = chrono::NaiveDate::from_ymd_opt(2026, 11, 25).unwrap();
+        let discarded = discard_folder(&abs("/Projects"), &slug, day, id);
+        assert_eq!(
+            discarded.to_string(),
+            "/Projects/.acdm-trash/alpha/discarded/2026-11-25/6f1c1c1e-6b0b-4e53-9a38-2d1f7cf6b8a1"
+        );
+        assert!(trash_root(&abs("/Projects")).contains(&discarded));
+        assert!(!trash.contains(&discarded));
     }
 
     #[test]

@@ -60,8 +60,8 @@ use acdm_core::AbsPath;
 use acdm_core::ErrorCode;
 use acdm_core::domain::{ProjectId, ProjectRef};
 use acdm_core::events::{
-    Actor, EventId, EventOp, EventStatus, NewEvent, Step, StorageEvent, kept_path, revert_plan,
-    trash_folder,
+    Actor, EventId, EventOp, EventStatus, NewEvent, Step, StorageEvent, discard_folder, kept_path,
+    revert_plan, trash_folder,
 };
 use acdm_sources::{ETag, Entry, FileWriter, Precondition, ReadRange, SourceError};
 use acdm_store::{Store, StoreError};
@@ -400,10 +400,12 @@ impl Journal {
                 .map_or(Precondition::None, Precondition::IfMatch),
             None => Precondition::CreateOnly,
         };
+        let mut kept_made = false;
         let outcome = async {
             if let Some(kept) = &kept {
                 self.ensure_parent(kept).await?;
                 self.files.copy_to(path, kept, false).await?;
+                kept_made = true;
             } else {
                 self.ensure_parent(path).await?;
             }
@@ -419,7 +421,14 @@ impl Journal {
             // copies are never deleted (emptying the trash is an
             // operator's job), so nothing can be lost either way.
             Err(error) if !definite(&error) => return Err(self.unsettled(event.id, error)),
-            Err(error) => return Err(self.fail(event.id, precondition_as_conflict(error)).await),
+            Err(error) => {
+                // Refused: nothing was changed, and no revert will need the
+                // copy kept before the write.
+                if kept_made {
+                    self.discard_trash(&event).await;
+                }
+                return Err(self.fail(event.id, precondition_as_conflict(error)).await);
+            }
         };
         self.stop_at(Stage::AfterUpstream)?;
         let etag = outcome.etag.clone();
@@ -772,17 +781,29 @@ impl Journal {
             _ => None,
         });
         let done = if let Some((path, sha256, size)) = put {
-            let kept_ok = match event.plan.iter().find_map(|s| match s {
+            let kept = event.plan.iter().find_map(|s| match s {
                 Step::Copy { to, .. } => Some(to),
                 _ => None,
-            }) {
+            });
+            let kept_ok = match kept {
                 Some(kept) => self.probe(kept).await?.is_some(),
                 None => true,
             };
             let content_ok = self.holds(path, sha256, size).await?;
             // Nothing to roll back: the put is the last step, and a copy in
-            // the trash changes nothing the project can see (and is kept).
-            kept_ok && content_ok
+            // the trash changes nothing the project can see. A copy kept
+            // for a write that did not happen goes to the discard area,
+            // but only while the original is intact (the file still has
+            // the etag the write was to replace): otherwise the copy may
+            // be the only one left of what was there.
+            let done = kept_ok && content_ok;
+            if !done && kept.is_some() && self.intact(event).await? {
+                return match self.discard_trash(event).await {
+                    Some(discarded) => self.mark_settled_with(event, false, Some(&discarded)).await,
+                    None => self.mark_settled(event, false).await,
+                };
+            }
+            done
         } else {
             // Moves run in order, so the last one found done tells how far
             // the event got. Scan from the end: a later step may have put
@@ -816,18 +837,75 @@ impl Journal {
 
     /// Marks a pending event as the reconciler found it.
     async fn mark_settled(&self, event: &StorageEvent, done: bool) -> Result<bool, JournalError> {
+        self.mark_settled_with(event, done, None).await
+    }
+
+    /// Whether the file an overwrite was to replace is still what it
+    /// replaced (the etag the event recorded).
+    async fn intact(&self, event: &StorageEvent) -> Result<bool, JournalError> {
+        let Some((path, Some(replaces))) = event.plan.iter().find_map(|step| match step {
+            Step::Put { path, replaces, .. } => Some((path, replaces.as_deref())),
+            _ => None,
+        }) else {
+            return Ok(false);
+        };
+        Ok(self.probe(path).await?.is_some_and(|entry| {
+            !entry.is_folder()
+                && entry
+                    .etag
+                    .as_ref()
+                    .is_some_and(|etag| ETag::parse(replaces).is_some_and(|r| etag.strong_eq(&r)))
+        }))
+    }
+
+    /// Moves the trash of `event`, which changed nothing, into the discard
+    /// area; where it went, or `None` (logged) when it could not be moved
+    /// (it then stays where it was: nothing is ever deleted).
+    async fn discard_trash(&self, event: &StorageEvent) -> Option<AbsPath> {
+        let trash = trash_folder(&self.files_base, &event.project, event.id);
+        let discarded = discard_folder(
+            &self.files_base,
+            &event.project,
+            self.store.now().date_naive(),
+            event.id,
+        );
+        let moved = async {
+            self.ensure_parent(&discarded).await?;
+            self.files.move_to(&trash, &discarded, false).await
+        }
+        .await;
+        match moved {
+            Ok(()) => {
+                tracing::info!(event = %event.id, to = %discarded, "the copy kept for a write that changed nothing was discarded");
+                Some(discarded)
+            }
+            Err(error) => {
+                tracing::warn!(event = %event.id, %error, "cannot discard the copy kept for a write that changed nothing; it stays in the trash");
+                None
+            }
+        }
+    }
+
+    /// [`Journal::mark_settled`], saying where a discarded copy went.
+    async fn mark_settled_with(
+        &self,
+        event: &StorageEvent,
+        done: bool,
+        discarded: Option<&AbsPath>,
+    ) -> Result<bool, JournalError> {
         if done {
             self.store
                 .mark_applied(event.id, Some(&json!({ "settled_by": "reconciler" })))
                 .await?;
             tracing::info!(event = %event.id, op = %event.op, "pending event found done: applied");
         } else {
-            self.store
-                .mark_failed(
-                    event.id,
-                    "interrupted before the change was made; nothing was changed (settled at start-up)",
-                )
-                .await?;
+            let reason = match discarded {
+                None => "interrupted before the change was made; nothing was changed (settled at start-up)".to_owned(),
+                Some(to) => format!(
+                    "interrupted before the change was made; nothing was changed (settled at start-up); the copy kept before the write is not needed by any revert and was moved to the discard area, {to}"
+                ),
+            };
+            self.store.mark_failed(event.id, &reason).await?;
             tracing::info!(event = %event.id, op = %event.op, "pending event found not done: failed");
         }
         Ok(done)

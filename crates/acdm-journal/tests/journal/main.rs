@@ -72,6 +72,7 @@ fn webdav(server: &acdm_test_support::Wsgidav) -> acdm_sources::nextcloud::Nextc
         backoff: std::time::Duration::from_millis(50),
         max_retry_after: std::time::Duration::from_secs(2),
         user_agent: "acdm-journal-tests".to_owned(),
+        ..acdm_sources::http::HttpSettings::default()
     })
     .unwrap();
     let config = acdm_sources::nextcloud::NextcloudConfig {
@@ -554,4 +555,85 @@ async fn the_trash_keeps_what_is_replaced_outside_the_project_folder() {
         std::fs::read(world.disk.join("Projects/Alpha/notes.md")).unwrap(),
         b"rewritten\n"
     );
+}
+
+/// The folders under `discarded/` (one per day) holding `event`'s trash.
+fn discarded(world: &World, event: &str) -> Vec<std::path::PathBuf> {
+    let area = world.disk.join("Projects/.acdm-trash/alpha/discarded");
+    let Ok(days) = std::fs::read_dir(&area) else {
+        return Vec::new();
+    };
+    days.map(|day| day.unwrap().path().join(event))
+        .filter(|path| path.is_dir())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_overwrite_that_never_happened_leaves_its_kept_copy_in_the_discard_area_not_the_trash() {
+    // The process dies after keeping the old content and before writing
+    // (a stalled PUT, then kill -9): the reconciler fails the event, and
+    // the copy no revert can reach leaves the trash for the discard area.
+    // On a local folder and over real WebDAV.
+    for files in [Files::Local, Files::WebDav] {
+        let Some(world) = World::on(files).await else {
+            continue;
+        };
+        discards_the_copy_of_an_overwrite_that_never_happened(&world).await;
+    }
+}
+
+async fn discards_the_copy_of_an_overwrite_that_never_happened(world: &World) {
+    let before = world.snapshot();
+    world.arm(Some(Stage::AfterKeep));
+    assert!(matches!(
+        perform(world, Op::Overwrite).await,
+        Err(JournalError::Crashed(_))
+    ));
+    let event = world.events().await.remove(0);
+    let trash = world
+        .disk
+        .join(format!("Projects/.acdm-trash/alpha/{}", event.id));
+    assert!(trash.join("0/notes.md").is_file(), "the copy was kept");
+    world.journal.reconcile(chrono::Utc::now()).await.unwrap();
+    let event = world.store.event(event.id).await.unwrap();
+    assert_eq!(event.status, EventStatus::Failed);
+    assert_eq!(world.snapshot(), before, "nothing changed in the project");
+    assert!(!trash.exists(), "no copy left in the trash");
+    let found = discarded(world, &event.id.to_string());
+    assert_eq!(found.len(), 1, "one discarded folder: {found:?}");
+    let folder = found.first().unwrap();
+    assert_eq!(
+        std::fs::read(folder.join("0/notes.md")).unwrap(),
+        "notes é\n".as_bytes()
+    );
+    let error = event.error.unwrap();
+    assert!(error.contains("nothing was changed"), "{error}");
+    assert!(error.contains("discard area"), "{error}");
+}
+
+#[tokio::test]
+async fn a_kept_copy_stays_in_the_trash_when_the_original_changed_since() {
+    // Same crash, but the file was changed behind the service's back before
+    // the reconciler ran: the kept copy may be the only one of what was
+    // there, so it stays where an operator looks for it.
+    let world = World::new().await;
+    world.arm(Some(Stage::AfterKeep));
+    assert!(perform(&world, Op::Overwrite).await.is_err());
+    let event = world.events().await.remove(0);
+    std::fs::write(
+        world.disk.join("Projects/Alpha/notes.md"),
+        b"edited elsewhere\n",
+    )
+    .unwrap();
+    world.journal.reconcile(chrono::Utc::now()).await.unwrap();
+    let event = world.store.event(event.id).await.unwrap();
+    assert_eq!(event.status, EventStatus::Failed);
+    let trash = world
+        .disk
+        .join(format!("Projects/.acdm-trash/alpha/{}", event.id));
+    assert_eq!(
+        std::fs::read(trash.join("0/notes.md")).unwrap(),
+        "notes é\n".as_bytes()
+    );
+    assert!(discarded(&world, &event.id.to_string()).is_empty());
 }
