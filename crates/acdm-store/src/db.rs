@@ -101,8 +101,15 @@ pub(crate) async fn connect(config: &DatabaseConfig) -> Result<Pool, StoreError>
                 .max_connections(config.max_connections.max(1))
                 .acquire_timeout(config.acquire_timeout)
                 .connect_with(options)
-                .await?;
-            Ok(Pool::Sqlite(pool))
+                .await;
+            match pool {
+                Ok(pool) => Ok(Pool::Sqlite(pool)),
+                // "pool timed out" says nothing: name the lock, if that is it.
+                Err(error) => Err(match sqlite_lock(path).await {
+                    Some(lock) => locked(path, lock),
+                    None => error.into(),
+                }),
+            }
         }
         DatabaseTarget::Postgres { url } => {
             // The parse error may quote the URL; never pass it on.
@@ -118,6 +125,74 @@ pub(crate) async fn connect(config: &DatabaseConfig) -> Result<Pool, StoreError>
             Ok(Pool::Postgres(pool))
         }
     }
+}
+
+/// What kind of lock another process holds on an SQLite file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SqliteLock {
+    /// Reading is blocked too: an exclusive lock (a process that set
+    /// `locking_mode=EXCLUSIVE` and wrote, or one rewriting the file).
+    Exclusive,
+    /// Reads pass, writes wait: a write transaction left open
+    /// (`BEGIN IMMEDIATE` or `BEGIN EXCLUSIVE` in a shell or a tool).
+    Write,
+}
+
+/// The error naming the lock on `path`.
+pub(crate) fn locked(path: &std::path::Path, lock: SqliteLock) -> StoreError {
+    let path = path.display();
+    StoreError::Locked(match lock {
+        SqliteLock::Exclusive => format!(
+            "the SQLite database {path} is locked by another process with an exclusive lock \
+             (locking_mode=EXCLUSIVE, or a file being rewritten): it can be neither read nor \
+             written; stop that process (another acdm-backend or a tool such as sqlite3 on \
+             the same file), and use PostgreSQL to run several servers"
+        ),
+        SqliteLock::Write => format!(
+            "the SQLite database {path} is locked for writing by another process \
+             (a write transaction left open, e.g. BEGIN EXCLUSIVE or BEGIN IMMEDIATE in \
+             sqlite3): it can be read but not written; end that transaction or stop that process"
+        ),
+    })
+}
+
+/// Whether an error is SQLite's "busy" or "locked".
+pub(crate) fn is_busy(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db) => db
+            .code()
+            .and_then(|code| code.parse::<i32>().ok())
+            .is_some_and(|code| matches!(code & 0xff, 5 | 6)),
+        _ => false,
+    }
+}
+
+/// Looks at what holds `path` with a connection of its own that waits
+/// briefly: `None` when nothing does (or the file cannot be opened).
+pub(crate) async fn sqlite_lock(path: &std::path::Path) -> Option<SqliteLock> {
+    use sqlx::{ConnectOptions, Connection, Executor};
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .busy_timeout(std::time::Duration::from_millis(250));
+    let mut conn = match options.connect().await {
+        Ok(conn) => conn,
+        Err(error) if is_busy(&error) => return Some(SqliteLock::Exclusive),
+        Err(_) => return None,
+    };
+    let lock = match conn.execute("SELECT count(*) FROM sqlite_master").await {
+        Err(error) if is_busy(&error) => Some(SqliteLock::Exclusive),
+        Err(_) => None,
+        Ok(_) => match conn.execute("BEGIN IMMEDIATE").await {
+            Err(error) if is_busy(&error) => Some(SqliteLock::Write),
+            Err(_) => None,
+            Ok(_) => {
+                let _ = conn.execute("ROLLBACK").await;
+                None
+            }
+        },
+    };
+    let _ = conn.close().await;
+    lock
 }
 
 /// A write transaction on either backend, for code that runs several

@@ -32,6 +32,10 @@ pub enum StoreError {
     /// The database cannot be reached, timed out or is busy; retryable.
     #[error("the database is unavailable")]
     Unavailable(#[source] sqlx::Error),
+    /// Another process holds the SQLite file locked, or the database takes
+    /// no writes: says which lock, so an operator knows what to stop.
+    #[error("{0}")]
+    Locked(String),
     /// Any other database failure.
     #[error("database error")]
     Database(#[source] sqlx::Error),
@@ -70,7 +74,7 @@ impl StoreError {
             Self::NotFound { .. } => ErrorCode::NotFound,
             Self::Conflict(_) | Self::Stale { .. } => ErrorCode::Conflict,
             Self::InvalidCursor => ErrorCode::ValidationError,
-            Self::Unavailable(_) => ErrorCode::ServiceUnavailable,
+            Self::Unavailable(_) | Self::Locked(_) => ErrorCode::ServiceUnavailable,
             Self::Database(_)
             | Self::Migrate(_)
             | Self::Corrupt { .. }

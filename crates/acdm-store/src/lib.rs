@@ -19,6 +19,7 @@ mod config;
 mod db;
 mod error;
 mod events;
+mod limits;
 mod migrations;
 mod project;
 mod provisioning;
@@ -35,10 +36,11 @@ pub use config::{DatabaseConfig, DatabaseTarget, TargetError};
 pub use db::Backend;
 pub use error::StoreError;
 pub use events::{EventFilter, NC_WRITES_SWITCH, SwitchState};
+pub use limits::{IDLE_BUCKET, LEASE_LIFETIME, SharedLimiter};
 pub use migrations::{MigrationList, MigrationStatus, embedded_versions};
 pub use project::JournalStamp;
 pub use provisioning::{AgentMountChange, Upsert};
-pub use watch::{EpochCheck, ScopeWatcher};
+pub use watch::{Change, Changes, EpochCheck, ScopeWatcher};
 
 use db::{Pool, with_pool};
 
@@ -98,6 +100,63 @@ impl Store {
             with_pool!(&self.pool, p => sqlx::query_scalar("SELECT 1").fetch_one(p).await?);
         debug_assert_eq!(one, 1);
         Ok(())
+    }
+
+    /// Whether the database takes writes now: on SQLite, a write lock is
+    /// taken and given back at once (waiting at most half a second), so a
+    /// lock another process holds is named ([`StoreError::Locked`]); on
+    /// PostgreSQL, whether the server is read-only (a standby).
+    pub async fn check_writable(&self) -> Result<(), StoreError> {
+        use sqlx::Executor;
+        match &self.pool {
+            Pool::Sqlite(p) => {
+                let mut conn = p.acquire().await?;
+                let waits: i64 = sqlx::query_scalar("PRAGMA busy_timeout")
+                    .fetch_one(&mut *conn)
+                    .await?;
+                conn.execute("PRAGMA busy_timeout = 500").await?;
+                let began = conn.execute("BEGIN IMMEDIATE").await;
+                if began.is_ok() {
+                    conn.execute("ROLLBACK").await?;
+                }
+                conn.execute(sqlx::AssertSqlSafe(format!(
+                    "PRAGMA busy_timeout = {waits}"
+                )))
+                .await?;
+                match began {
+                    Ok(_) => Ok(()),
+                    Err(error) if db::is_busy(&error) => Err(self
+                        .lock_holder()
+                        .await
+                        .unwrap_or(StoreError::Unavailable(error))),
+                    Err(error) => Err(error.into()),
+                }
+            }
+            Pool::Postgres(p) => {
+                let read_only: String = sqlx::query_scalar("SHOW transaction_read_only")
+                    .fetch_one(p)
+                    .await?;
+                if read_only == "on" {
+                    return Err(StoreError::Locked(
+                        "the PostgreSQL database takes no writes (transaction_read_only is on: a standby, or default_transaction_read_only set)".to_owned(),
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// On SQLite, the lock another process holds on the file, named; `None`
+    /// when there is none (and always on PostgreSQL).
+    pub async fn lock_holder(&self) -> Option<StoreError> {
+        let Pool::Sqlite(p) = &self.pool else {
+            return None;
+        };
+        let options = p.connect_options();
+        let path = options.get_filename();
+        db::sqlite_lock(path)
+            .await
+            .map(|lock| db::locked(path, lock))
     }
 
     /// Closes the pool, waiting for connections in use to come back.

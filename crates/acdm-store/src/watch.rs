@@ -4,13 +4,77 @@
 //! everywhere within one poll interval rather than after the cache TTL.
 //!
 //! This module does one round ([`ScopeWatcher::poll_once`]); the binary
-//! runs it every `ACDM_SCOPE_POLL_MILLIS`.
+//! runs it every `ACDM_SCOPE_POLL_MILLIS`, and at once when PostgreSQL
+//! announces a change ([`Store::changes`]): every committed change to the
+//! scope epoch or to the operator's switches is announced by a trigger on
+//! the channel `acdm_changes`, so servers follow it within milliseconds
+//! and the poll remains only as the fallback (a lost listener connection,
+//! SQLite).
 
 use std::sync::Arc;
 
 use acdm_core::ScopeResolver;
+use sqlx::postgres::PgListener;
 
+use crate::db::Pool;
 use crate::{Store, StoreError};
+
+/// The channel the triggers announce changes on.
+const CHANNEL: &str = "acdm_changes";
+
+/// A change announced by the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The agent mounts changed (the scope epoch moved).
+    Scope,
+    /// An operator's switch (the kill switch) changed.
+    Switches,
+    /// The listener lost its connection and has reconnected: changes made
+    /// meanwhile were not announced, so anything may have changed.
+    Missed,
+}
+
+/// The changes the database announces to this server (PostgreSQL).
+pub struct Changes {
+    listener: PgListener,
+}
+
+impl std::fmt::Debug for Changes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Changes")
+    }
+}
+
+impl Store {
+    /// Starts listening for announced changes: `None` on SQLite, which
+    /// announces nothing (its servers poll).
+    pub async fn changes(&self) -> Result<Option<Changes>, StoreError> {
+        let Pool::Postgres(pool) = &self.pool else {
+            return Ok(None);
+        };
+        let mut listener = PgListener::connect_with(pool).await?;
+        listener.listen(CHANNEL).await?;
+        Ok(Some(Changes { listener }))
+    }
+}
+
+impl Changes {
+    /// The next change. After a lost connection the listener reconnects
+    /// and answers [`Change::Missed`] once.
+    pub async fn next(&mut self) -> Result<Change, StoreError> {
+        loop {
+            match self.listener.try_recv().await? {
+                None => return Ok(Change::Missed),
+                Some(note) => match note.payload() {
+                    "scope_epoch" => return Ok(Change::Scope),
+                    "runtime_switches" => return Ok(Change::Switches),
+                    // Announcements of tables this server does not follow.
+                    _ => {}
+                },
+            }
+        }
+    }
+}
 
 /// What one round of the watcher saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,6 +10,7 @@
 mod business;
 mod events;
 mod harness;
+mod limits;
 mod migrations;
 mod project;
 mod provisioning;

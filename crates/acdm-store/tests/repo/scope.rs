@@ -145,3 +145,51 @@ async fn an_unreadable_epoch_drops_the_cache_and_fails_the_round() {
         db.finish().await;
     }
 }
+
+#[tokio::test]
+async fn postgresql_announces_agent_mount_and_switch_changes_to_every_listener() {
+    for db in migrated().await {
+        let Some(mut changes) = db.store.changes().await.unwrap() else {
+            assert_eq!(db.name, "sqlite", "only SQLite announces nothing");
+            db.finish().await;
+            continue;
+        };
+        // Another server changes an agent mount, then the kill switch.
+        let other = db.open_again().await;
+        other
+            .create_project(&slug("alpha"), &name("Alpha"), &base())
+            .await
+            .unwrap();
+        other
+            .mount_agent(&agent("project-alpha"), &slug("alpha"))
+            .await
+            .unwrap();
+        other
+            .set_switch(
+                acdm_store::NC_WRITES_SWITCH,
+                false,
+                Some("u-ops"),
+                Some("test"),
+            )
+            .await
+            .unwrap();
+        // Other tests' schemas share the channel, so more may come: wait
+        // until both were announced.
+        let (mut scope, mut switches) = (false, false);
+        while !(scope && switches) {
+            let change = tokio::time::timeout(std::time::Duration::from_secs(10), changes.next())
+                .await
+                .expect("both changes are announced")
+                .unwrap();
+            match change {
+                acdm_store::Change::Scope => scope = true,
+                acdm_store::Change::Switches => switches = true,
+                acdm_store::Change::Missed => {}
+            }
+        }
+        // The listener holds a connection of the pool, which closes only
+        // once it is back.
+        drop(changes);
+        db.finish().await;
+    }
+}

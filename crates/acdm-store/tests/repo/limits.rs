@@ -1,0 +1,129 @@
+//! Rate limits shared by every server: the bucket in the database and the
+//! leases servers take from it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use acdm_core::limit::{Admission, Rate, RateLimiter};
+use acdm_store::{ManualClock, SharedLimiter};
+
+use crate::harness::{at, migrated};
+
+fn rate(per_minute: u32, burst: u32) -> Rate {
+    Rate::new(per_minute, burst).unwrap()
+}
+
+#[tokio::test]
+async fn a_bucket_grants_its_burst_then_refuses_with_how_long_to_wait() {
+    for db in migrated().await {
+        // One call a second, four at once.
+        let r = rate(60, 4);
+        let first = db.store.lease_calls("agent:a", r, 3).await.unwrap();
+        assert_eq!(first.granted, 3, "{}", db.name);
+        let second = db.store.lease_calls("agent:a", r, 3).await.unwrap();
+        assert_eq!(second.granted, 1, "{}: only the burst's last call", db.name);
+        let refused = db.store.lease_calls("agent:a", r, 1).await.unwrap();
+        assert_eq!(refused.granted, 0, "{}", db.name);
+        let wait = refused.retry_after.unwrap();
+        assert!(
+            wait > Duration::ZERO && wait <= Duration::from_secs(1),
+            "{}: {wait:?}",
+            db.name
+        );
+        // Another key has its own bucket.
+        let other = db.store.lease_calls("agent:b", r, 2).await.unwrap();
+        assert_eq!(other.granted, 2, "{}", db.name);
+        db.finish().await;
+    }
+}
+
+#[tokio::test]
+async fn time_refills_the_bucket_one_call_per_interval() {
+    // SQLite runs on the store's clock, which a test can move.
+    for db in migrated()
+        .await
+        .into_iter()
+        .filter(|db| db.name == "sqlite")
+    {
+        let clock = ManualClock::new(at("2026-01-05T09:00:00Z"));
+        let store = db.store.clone().with_clock(clock.clock());
+        let r = rate(60, 2);
+        assert_eq!(store.lease_calls("k", r, 5).await.unwrap().granted, 2);
+        assert_eq!(store.lease_calls("k", r, 5).await.unwrap().granted, 0);
+        clock.advance(Duration::from_millis(1_500));
+        assert_eq!(store.lease_calls("k", r, 5).await.unwrap().granted, 1);
+        clock.advance(Duration::from_secs(3_600));
+        assert_eq!(store.lease_calls("k", r, 5).await.unwrap().granted, 2);
+        db.finish().await;
+    }
+}
+
+#[tokio::test]
+async fn servers_sharing_a_database_share_the_limit() {
+    for db in migrated().await {
+        // Three servers, each its own pool and its own leases. A rate
+        // whose burst is 30: together they grant exactly 30 at once,
+        // however the calls are spread over them.
+        let r = rate(60, 30);
+        let mut servers = Vec::new();
+        for _ in 0..3 {
+            servers.push(Arc::new(SharedLimiter::new(
+                db.open_again().await,
+                Duration::from_secs(10),
+            )));
+        }
+        let mut allowed = 0;
+        let mut refused = 0;
+        for call in 0..90 {
+            match servers[call % 3].admit("agent:x", r).await {
+                Admission::Allowed => allowed += 1,
+                Admission::Limited { retry_after } => {
+                    assert!(retry_after <= Duration::from_secs(1), "{retry_after:?}");
+                    refused += 1;
+                }
+            }
+        }
+        assert!(
+            (28..=30).contains(&allowed),
+            "{}: {allowed} allowed, {refused} refused",
+            db.name
+        );
+        db.finish().await;
+    }
+}
+
+#[tokio::test]
+async fn a_server_serves_its_lease_from_memory() {
+    for db in migrated().await {
+        // Ten calls a second: a lease of 100 ms is one call, of 10 s the
+        // burst's half. With the long lease, the second call is served
+        // without the bucket: the database shows one lease of 5.
+        let r = rate(600, 10);
+        let limiter = SharedLimiter::new(db.store.clone(), Duration::from_secs(10));
+        assert_eq!(limiter.admit("k", r).await, Admission::Allowed);
+        assert_eq!(limiter.admit("k", r).await, Admission::Allowed);
+        // What is left in the shared bucket is the other half.
+        let rest = db.store.lease_calls("k", r, 100).await.unwrap();
+        assert_eq!(rest.granted, 5, "{}", db.name);
+        db.finish().await;
+    }
+}
+
+#[tokio::test]
+async fn idle_buckets_are_pruned() {
+    for db in migrated()
+        .await
+        .into_iter()
+        .filter(|db| db.name == "sqlite")
+    {
+        let clock = ManualClock::new(at("2026-01-05T09:00:00Z"));
+        let store = db.store.clone().with_clock(clock.clock());
+        let r = rate(60, 2);
+        store.lease_calls("old", r, 1).await.unwrap();
+        clock.advance(acdm_store::IDLE_BUCKET + Duration::from_secs(10));
+        store.lease_calls("new", r, 1).await.unwrap();
+        assert_eq!(store.prune_rate_buckets().await.unwrap(), 1);
+        assert_eq!(store.prune_rate_buckets().await.unwrap(), 0);
+        db.finish().await;
+    }
+}
