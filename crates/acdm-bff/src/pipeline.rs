@@ -1,6 +1,7 @@
 //! The pipeline every `/agent-tools` request goes through after the service
 //! gate (spec §6): identity headers → scope resolution (agent → project) →
-//! handler, with the [`Caller`] as a request extension.
+//! rate limits (the agent's calls, and its writes) → the acting user's role
+//! → handler, with the [`Caller`] as a request extension.
 //!
 //! The via_agent actor comes from the caller's identity ([`Caller::actor`])
 //! and every journalled write takes it as an argument, so a write without
@@ -11,11 +12,15 @@
 use std::sync::Arc;
 
 use acdm_core::business::Access;
+use acdm_core::business::wire::BusinessOp;
 use acdm_core::domain::{MemberRole, ProjectRef};
 use acdm_core::events::Actor;
+use acdm_core::limit::{Admission, Rate, RateLimiter};
+use acdm_core::nc::NcOp;
+use acdm_core::project::ProjectOp;
 use acdm_core::{ErrorCode, Identity, IdentityError, ScopeResolver, headers};
 use axum::extract::{Request, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -32,6 +37,92 @@ pub struct PipelineState {
     pub store: acdm_store::Store,
     /// `true`: a user who is not a member of the project is refused.
     pub require_membership: bool,
+    /// The agents' rate limits.
+    pub limits: AgentLimits,
+}
+
+/// Each agent's rate limits (spec §9), counted for the whole deployment by
+/// the limiter: every call, and separately the writes (a lower budget).
+#[derive(Clone)]
+pub struct AgentLimits {
+    /// Where the buckets are.
+    pub limiter: Arc<dyn RateLimiter>,
+    /// Every call of an agent (`None`: unlimited).
+    pub calls: Option<Rate>,
+    /// An agent's writes, on top of `calls` (`None`: unlimited).
+    pub writes: Option<Rate>,
+}
+
+impl AgentLimits {
+    /// No limits.
+    pub fn off() -> Self {
+        Self {
+            limiter: Arc::new(acdm_core::limit::Unlimited),
+            calls: None,
+            writes: None,
+        }
+    }
+
+    /// Counts one call of `agent` (and, when `write`, one write); the
+    /// `rate_limited` answer when a budget is spent.
+    async fn admit(&self, agent: &str, write: bool) -> Result<(), Response> {
+        let budgets = [
+            (self.calls, "calls", "agent"),
+            (self.writes.filter(|_| write), "writes", "agent-writes"),
+        ];
+        for (rate, what, prefix) in budgets {
+            let Some(rate) = rate else { continue };
+            if let Admission::Limited { retry_after } =
+                self.limiter.admit(&format!("{prefix}:{agent}"), rate).await
+            {
+                return Err(rate_limited(agent, what, rate, retry_after));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The answer to a call over its agent's limit: 429 `rate_limited`, with
+/// `Retry-After` in seconds (also in the data, for an LLM).
+fn rate_limited(agent: &str, what: &str, rate: Rate, retry_after: std::time::Duration) -> Response {
+    let seconds = Admission::retry_after_seconds(retry_after);
+    let mut response = Failure::new(
+        ErrorCode::RateLimited,
+        format!("agent `{agent}` made more {what} than its limit of {rate}"),
+    )
+    .with_suggested_action(format!(
+        "Wait {seconds} s before the next call, and make fewer calls: batch reads, and do not repeat a call whose answer you have."
+    ))
+    .with_data(RetryAfter {
+        retry_after_seconds: seconds,
+        limit_per_minute: rate.per_minute(),
+    })
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    response
+}
+
+#[derive(Serialize)]
+struct RetryAfter {
+    retry_after_seconds: u64,
+    limit_per_minute: u32,
+}
+
+/// Whether the operation at `path` (`/agent-tools/<family>/<op>`) writes.
+/// A path that names no operation is a read (it is answered `not_found`).
+fn writes(path: &str) -> bool {
+    let Some(path) = path.strip_prefix('/') else {
+        return false;
+    };
+    NcOp::ALL.iter().any(|op| op.writes() && op.path() == path)
+        || BusinessOp::ALL
+            .iter()
+            .any(|op| op.writes() && op.path() == path)
+        || ProjectOp::ALL
+            .iter()
+            .any(|op| op.writes() && op.path() == path)
 }
 
 /// What the pipeline learnt about the caller, for handlers (a request
@@ -147,6 +238,13 @@ pub async fn agent_pipeline(
         Err(error) => return Failure::from(error).into_response(),
     };
     span.record("project", project.slug.as_str());
+    if let Err(refused) = state
+        .limits
+        .admit(identity.agent_name().as_str(), writes(req.uri().path()))
+        .await
+    {
+        return refused;
+    }
     let role = match state
         .store
         .member_role(project.id, identity.user_id())
@@ -177,6 +275,17 @@ mod tests {
             map.append(*name, HeaderValue::from_static(value));
         }
         map
+    }
+
+    #[test]
+    fn the_writes_are_told_from_their_paths() {
+        assert!(writes("/agent-tools/nc/write"));
+        assert!(writes("/agent-tools/business/create_meeting"));
+        assert!(writes("/agent-tools/project/milestone/advance"));
+        assert!(!writes("/agent-tools/nc/read"));
+        assert!(!writes("/agent-tools/project/overview"));
+        assert!(!writes("/agent-tools/nc/write/x"));
+        assert!(!writes("agent-tools/nc/write"));
     }
 
     #[test]

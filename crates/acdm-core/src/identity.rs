@@ -18,6 +18,9 @@ pub mod headers {
     pub const AGENT_NAME: &str = "X-ACDM-Agent-Name";
     /// The conversation thread, for attribution.
     pub const THREAD_ID: &str = "X-ACDM-Thread-Id";
+    /// How many milliseconds the caller waits for the answer (optional):
+    /// the server answers before that, `upstream_timeout` if it must.
+    pub const TIMEOUT_MS: &str = "X-ACDM-Timeout-Ms";
     /// The three identity headers, in the order they are reported.
     pub const IDENTITY: [&str; 3] = [USER_ID, AGENT_NAME, THREAD_ID];
 }

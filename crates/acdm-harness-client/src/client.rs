@@ -161,7 +161,10 @@ impl HarnessClient {
             }
         };
         let mut headers = HeaderMap::new();
+        // How long this client waits: the backend answers before it.
+        let waits = self.config.timeout.as_millis().to_string();
         let values = [
+            (headers::TIMEOUT_MS, waits.as_str()),
             (headers::SERVICE_AUTH, token.expose_secret()),
             (headers::USER_ID, identity.user_id().as_str()),
             (headers::AGENT_NAME, identity.agent_name().as_str()),

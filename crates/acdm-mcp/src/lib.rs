@@ -12,6 +12,7 @@
 //! **Architecture invariant:** an adapter over acdm-sources with no
 //! business logic; does not depend on acdm-bff or acdm-store.
 
+mod drain;
 mod health;
 mod host;
 mod metrics;
@@ -33,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use health::{HealthReport, McpHealth, SourceHealth};
 pub use metrics::McpMetrics;
-pub use server::{INSTRUCTIONS, KnowledgeServer};
+pub use server::{INSTRUCTIONS, KnowledgeServer, ToolLimits};
 pub use tools::ReadLimits;
 
 /// How the MCP endpoint runs.
@@ -50,8 +51,12 @@ pub struct McpSettings {
     pub files_base: AbsPath,
     /// Read windows.
     pub read_limits: ReadLimits,
-    /// Cancelled on shutdown: ends open streams so the drain cannot hang.
-    pub shutdown: CancellationToken,
+    /// Cancelled when the server stops taking requests. Calls in flight
+    /// are answered first; then open streams end, so the drain cannot hang
+    /// on them (the caller bounds the whole drain).
+    pub stopped: CancellationToken,
+    /// Each tool's rate limit.
+    pub limits: ToolLimits,
 }
 
 /// The hosts accepted when none are configured.
@@ -67,6 +72,7 @@ pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> R
             limits: settings.read_limits,
         },
         metrics,
+        settings.limits.clone(),
     );
     let allowed_hosts = if settings.allowed_hosts.is_empty() {
         LOOPBACK.iter().map(|h| (*h).to_owned()).collect()
@@ -74,12 +80,17 @@ pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> R
         settings.allowed_hosts.clone()
     };
     let host_check = host::AllowedHosts::new(&allowed_hosts);
+    // rmcp's token ends its streams, and abandons calls still in flight:
+    // cancel it only once those are answered.
+    let in_flight = drain::InFlight::default();
+    let streams = CancellationToken::new();
+    tokio::spawn(in_flight.end_streams_after(settings.stopped.clone(), streams.clone()));
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
         .with_legacy_session_mode(settings.sessions)
         .with_json_response(!settings.sessions)
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
-        .with_cancellation_token(settings.shutdown.child_token());
+        .with_cancellation_token(streams);
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
@@ -91,6 +102,10 @@ pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> R
     Router::new()
         .route_service("/mcp", service.clone())
         .route_service("/mcp/", service)
+        .route_layer(axum::middleware::from_fn_with_state(
+            in_flight,
+            drain::count,
+        ))
         .route_layer(axum::middleware::from_fn_with_state(
             host_check,
             host::check_host,

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use acdm_core::RequestId;
+use acdm_core::limit::{Admission, Rate, RateLimiter};
+use acdm_sources::deadline::Deadline;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
@@ -267,16 +269,58 @@ fn catalog(limits: ReadLimits, searches_contents: bool) -> Vec<Tool> {
     ]
 }
 
+/// Each tool's rate limit (spec §9), counted for the whole deployment by
+/// the limiter: the MCP endpoint knows no agent, so the budget is the
+/// tool's.
+#[derive(Clone)]
+pub struct ToolLimits {
+    /// Where the buckets are.
+    pub limiter: Arc<dyn RateLimiter>,
+    /// Calls of one tool (`None`: unlimited).
+    pub per_tool: Option<Rate>,
+}
+
+impl std::fmt::Debug for ToolLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolLimits")
+            .field("per_tool", &self.per_tool)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolLimits {
+    /// No limits.
+    pub fn off() -> Self {
+        Self {
+            limiter: Arc::new(acdm_core::limit::Unlimited),
+            per_tool: None,
+        }
+    }
+
+    async fn admit(&self, tool: &'static str) -> Result<(), Failure> {
+        let Some(rate) = self.per_tool else {
+            return Ok(());
+        };
+        match self.limiter.admit(&format!("tool:{tool}"), rate).await {
+            Admission::Allowed => Ok(()),
+            Admission::Limited { retry_after } => {
+                Err(Failure::rate_limited(tool, rate, retry_after))
+            }
+        }
+    }
+}
+
 /// The MCP server: cheap to clone (one per request in stateless mode).
 #[derive(Clone)]
 pub struct KnowledgeServer {
     tools: Tools,
     catalog: Arc<Vec<Tool>>,
     metrics: McpMetrics,
+    limits: ToolLimits,
 }
 
 impl KnowledgeServer {
-    pub(crate) fn new(tools: Tools, metrics: McpMetrics) -> Self {
+    pub(crate) fn new(tools: Tools, metrics: McpMetrics, limits: ToolLimits) -> Self {
         let catalog = Arc::new(catalog(
             tools.limits,
             tools.sources.search.kind() == "local",
@@ -285,6 +329,7 @@ impl KnowledgeServer {
             tools,
             catalog,
             metrics,
+            limits,
         }
     }
 
@@ -377,12 +422,14 @@ impl ServerHandler for KnowledgeServer {
         else {
             return Err(McpError::invalid_params("tool not found", None));
         };
-        let request_id = context
-            .extensions
-            .get::<http::request::Parts>()
+        let parts = context.extensions.get::<http::request::Parts>();
+        let request_id = parts
             .and_then(|p| p.extensions.get::<RequestId>())
             .map(|id| id.as_str().to_owned())
             .unwrap_or_default();
+        // rmcp runs this in a task of its own: the request's deadline comes
+        // along in the request's extensions.
+        let deadline = parts.and_then(|p| p.extensions.get::<Deadline>()).copied();
         let span = tracing::info_span!(
             "mcp_tool",
             request_id = %request_id,
@@ -393,7 +440,14 @@ impl ServerHandler for KnowledgeServer {
         );
         let started = Instant::now();
         let outcome = tracing::Instrument::instrument(
-            self.dispatch(name, request.arguments.unwrap_or_default()),
+            async {
+                self.limits.admit(name).await?;
+                let call = self.dispatch(name, request.arguments.unwrap_or_default());
+                match deadline {
+                    Some(Deadline(at)) => acdm_sources::deadline::within(at, call).await,
+                    None => call.await,
+                }
+            },
             span.clone(),
         )
         .await;

@@ -14,7 +14,10 @@
 //! Optional output fields are omitted when they have no value (never
 //! `null`), so their schemas can say a plain type.
 
+use std::time::Duration;
+
 use acdm_core::events::trash_root;
+use acdm_core::limit::{Admission, Rate};
 use acdm_core::{AbsPath, ErrorCode, PrefixError, ProjectName, RelPath, ToolResponse};
 use acdm_sources::render::past_the_end;
 use acdm_sources::{EntryKind, GitRef, ReadRange, SourceError, Sources, WikiQuery, Window};
@@ -257,6 +260,10 @@ pub(crate) struct ToolFailure {
     /// What to do next, when there is advice (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) suggested_action: Option<String>,
+    /// For `rate_limited`: the seconds to wait before calling the tool
+    /// again (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) retry_after_seconds: Option<u64>,
 }
 
 /// A failed call, before it becomes a tool result: the protocol's failure
@@ -303,11 +310,31 @@ impl Failure {
         self.0.suggested_action()
     }
 
+    /// A call refused because the tool's rate limit is reached.
+    pub(crate) fn rate_limited(tool: &str, rate: Rate, retry_after: Duration) -> Self {
+        let seconds = Admission::retry_after_seconds(retry_after);
+        Self(
+            ToolResponse::failure(
+                ErrorCode::RateLimited,
+                format!("{tool} is called more than its limit of {rate} allows"),
+            )
+            .with_suggested_action(format!(
+                "Wait {seconds} s before calling {tool} again; do not repeat calls whose answers you have."
+            ))
+            .with_data(serde_json::json!({ "retry_after_seconds": seconds })),
+        )
+    }
+
     pub(crate) fn to_structured(&self) -> ToolFailure {
         ToolFailure {
             code: self.code().as_str(),
             message: self.0.message().to_owned(),
             suggested_action: self.0.suggested_action().map(str::to_owned),
+            retry_after_seconds: self
+                .0
+                .data()
+                .and_then(|data| data.get("retry_after_seconds"))
+                .and_then(serde_json::Value::as_u64),
         }
     }
 }

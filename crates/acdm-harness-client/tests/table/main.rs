@@ -177,6 +177,8 @@ async fn the_four_headers_and_the_typed_body_are_sent_from_the_ambient_identity(
     assert_eq!(seen.header("x-acdm-user-id"), Some("u-1"));
     assert_eq!(seen.header("x-acdm-agent-name"), Some("project-alpha"));
     assert_eq!(seen.header("x-acdm-thread-id"), Some("t-1"));
+    // How long it waits, so the backend answers before it gives up.
+    assert_eq!(seen.header("x-acdm-timeout-ms"), Some("5000"));
     assert_eq!(seen.header("content-type"), Some("application/json"));
     let body: Value = serde_json::from_slice(&seen.body).unwrap();
     assert_eq!(body, json!({ "rel_path": "notes/plan.md" }));

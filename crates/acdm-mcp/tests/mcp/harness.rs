@@ -99,7 +99,8 @@ pub(crate) fn settings() -> McpSettings {
             default_bytes: 32 * 1024,
             max_bytes: 64 * 1024,
         },
-        shutdown: CancellationToken::new(),
+        stopped: CancellationToken::new(),
+        limits: acdm_mcp::ToolLimits::off(),
     }
 }
 
