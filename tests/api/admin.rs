@@ -7,7 +7,7 @@ use acdm_core::AgentName;
 
 use crate::helpers::{ADMIN_TOKEN, BEARER, Options, Req, TOKEN, spawn_app};
 
-fn admin_headers() -> [(&'static str, &'static str); 1] {
+pub(crate) fn admin_headers() -> [(&'static str, &'static str); 1] {
     [("Authorization", BEARER)]
 }
 

@@ -54,6 +54,13 @@ pub(crate) fn test_config(options: &Options, data_dir: &std::path::Path) -> Conf
         ("ACDM_DATA_DIR".into(), data_dir.as_os_str().to_owned()),
         ("ACDM_SCOPE_POLL_MILLIS".into(), "100".into()),
         ("ACDM_SHUTDOWN_GRACE_SECONDS".into(), "2".into()),
+        // Tests that are not about them drive more calls than any agent
+        // may make, and stop at once; the tests of limits and of the
+        // pre-stop delay set these again (a later value wins).
+        ("ACDM_BFF_RATE_PER_MINUTE".into(), "0".into()),
+        ("ACDM_BFF_WRITE_RATE_PER_MINUTE".into(), "0".into()),
+        ("ACDM_MCP_TOOL_RATE_PER_MINUTE".into(), "0".into()),
+        ("ACDM_SHUTDOWN_PRESTOP_SECONDS".into(), "0".into()),
     ];
     if let Some(token) = options.service_token {
         env.push(("ACDM_MCP_SERVICE_TOKEN".into(), token.into()));

@@ -28,4 +28,5 @@ mod nc;
 mod nc_scope;
 mod operator;
 mod project;
+mod replicas;
 mod sources;

@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::dav::{ALPHA, NcEnv};
 use crate::helpers::{Options, Req, TOKEN, send, spawn_app};
 
-fn transport(
+pub(crate) fn transport(
     addr: std::net::SocketAddr,
     token: &str,
 ) -> StreamableHttpClientTransport<reqwest::Client> {

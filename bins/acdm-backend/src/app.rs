@@ -4,24 +4,28 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use acdm_bff::admin::{self, AdminState};
 use acdm_bff::business::{AttachmentSweep, BusinessState, Swept};
 use acdm_bff::envelope::failure;
 use acdm_bff::nc::{NcLimits, NcState};
-use acdm_bff::pipeline::PipelineState;
+use acdm_bff::pipeline::{AgentLimits, PipelineState};
 use acdm_bff::project::ProjectState;
 use acdm_bff::switch::KillSwitch;
+use acdm_core::limit::RateLimiter;
 use acdm_core::{ErrorCode, ScopeResolver, TokenDigest};
 use acdm_journal::{Journal, Settled};
-use acdm_mcp::{McpMetrics, McpSettings, ReadLimits};
+use acdm_mcp::{McpMetrics, McpSettings, ReadLimits, ToolLimits};
 use acdm_sources::gitlab::{GitLabConfig, GitLabWiki};
 use acdm_sources::http::HttpClient;
 use acdm_sources::local::{LocalFileSearch, LocalFileStore, LocalWiki};
 use acdm_sources::nextcloud::{NextcloudConfig, NextcloudFiles, NextcloudSearch};
 use acdm_sources::{FileReader, FileSearch, FileWriter, GitRef, Sources, Unconfigured, WikiSource};
-use acdm_store::{EpochCheck, ScopeWatcher, Store, StoreError, SwitchState};
+use acdm_store::{
+    Change, Changes, EpochCheck, ScopeWatcher, SharedLimiter, Store, StoreError, SwitchState,
+};
 use anyhow::Context;
 use axum::Router;
 use axum::extract::Request;
@@ -33,6 +37,7 @@ use axum::routing::get;
 use prometheus_client::registry::Registry;
 use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -49,8 +54,13 @@ use crate::server::{self, ConnectionLimits};
 /// Everything a router needs.
 #[derive(Clone)]
 pub struct AppState {
-    /// Cancelled on shutdown (ends MCP streams, stops background tasks).
+    /// Cancelled when a stop is asked for: `/readyz` answers 503
+    /// `draining` from then on, and the listener closes after the pre-stop
+    /// delay.
     pub shutdown: CancellationToken,
+    /// Cancelled when the listener has closed: in-flight MCP calls are
+    /// answered, then MCP streams end.
+    stopped: CancellationToken,
     /// Prometheus metrics, served at `/metrics`.
     pub metrics: Arc<Registry>,
     mcp_metrics: McpMetrics,
@@ -68,6 +78,10 @@ pub struct AppState {
     pub journal: Journal,
     /// The kill switch for agents' file writes.
     pub kill_switch: KillSwitch,
+    /// The rate limits' buckets, shared by every replica.
+    pub limiter: Arc<SharedLimiter>,
+    agent_limits: AgentLimits,
+    budget: http::Budget,
     nc: NcState,
     business: BusinessState,
     project: ProjectState,
@@ -119,6 +133,12 @@ impl AppState {
                 )
             });
         let shutdown = CancellationToken::new();
+        let stopped = CancellationToken::new();
+        let limiter = Arc::new(SharedLimiter::new(
+            store.clone(),
+            SharedLimiter::LEASE_WINDOW,
+        ));
+        let limits: Arc<dyn RateLimiter> = limiter.clone();
         let mut registry = Registry::default();
         let mcp_metrics = McpMetrics::register(&mut registry);
         let http_metrics = http::HttpMetrics::register(&mut registry);
@@ -130,10 +150,24 @@ impl AppState {
                 default_bytes: (32 * 1024).min(config.mcp_max_read_bytes),
                 max_bytes: config.mcp_max_read_bytes,
             },
-            shutdown: shutdown.clone(),
+            stopped: stopped.clone(),
+            limits: ToolLimits {
+                limiter: limits.clone(),
+                per_tool: config.mcp_tool_rate(),
+            },
         };
         Self {
             shutdown,
+            stopped,
+            agent_limits: AgentLimits {
+                limiter: limits,
+                calls: config.bff_calls_rate(),
+                writes: config.bff_writes_rate(),
+            },
+            limiter,
+            budget: http::Budget {
+                request_timeout: config.request_timeout,
+            },
             metrics: Arc::new(registry),
             mcp_metrics,
             http_metrics,
@@ -190,6 +224,7 @@ fn adapter_routes(state: &AppState) -> Router {
             resolver: state.resolver.clone(),
             store: state.store.clone(),
             require_membership: state.require_membership,
+            limits: state.agent_limits.clone(),
         },
     ))
 }
@@ -217,8 +252,9 @@ async fn metrics(State(registry): State<Arc<Registry>>) -> Response {
 
 /// Adds the probes and the operator API to `routes` and puts everything
 /// under the global middleware. Outermost first: mark secret headers
-/// sensitive, request id, request span, panic guard, service gate, body
-/// limit. Routes merged after this would bypass the gate, so every route
+/// sensitive, request id, `Connection: close` while draining, request
+/// span, panic guard, metrics, service gate, body limit, the request's
+/// deadline. Routes merged after this would bypass the gate, so every route
 /// goes through here; the gate's bypass test calls it with recording routes.
 pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
     let mut routes = adapters
@@ -244,6 +280,10 @@ pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
             ServiceBuilder::new()
                 .layer(SetSensitiveRequestHeadersLayer::new(sensitive))
                 .layer(axum::middleware::from_fn(http::request_id))
+                .layer(axum::middleware::from_fn_with_state(
+                    state.readiness.clone(),
+                    health::close_while_draining,
+                ))
                 .layer(
                     TraceLayer::new_for_http()
                         .make_span_with(http::make_span)
@@ -263,6 +303,10 @@ pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
                 .layer(axum::middleware::from_fn_with_state(
                     state.max_request_bytes,
                     http::limit_body,
+                ))
+                .layer(axum::middleware::from_fn_with_state(
+                    state.budget,
+                    http::deadline,
                 )),
         )
 }
@@ -276,6 +320,9 @@ pub struct Application {
     /// awaited before the database closes.
     periodic: Periodic,
     shutdown: CancellationToken,
+    prestop: Duration,
+    /// Set by SIGINT: stop without the pre-stop delay.
+    skip_prestop: Arc<AtomicBool>,
     grace: Duration,
     limits: ConnectionLimits,
 }
@@ -299,24 +346,41 @@ impl Application {
         // unreadable kill switch (migrations pending, database down) does
         // not stop the start: the service is not ready, and writes fail on
         // the journal.
-        let mut periodic = Periodic::new(shutdown.child_token());
+        // The periodic tasks follow revocations and the kill switch while
+        // the server drains too: they stop once it no longer serves.
+        let mut periodic = Periodic::new(CancellationToken::new());
+        // Both also run as soon as PostgreSQL announces a change.
+        let (scope_changed, switch_changed) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
         periodic
-            .start(
+            .start_nudged(
                 "scope-watcher",
                 config.scope_poll_interval,
                 ScopeWatcher::new(store.clone(), state.resolver.clone()),
+                scope_changed.clone(),
             )
             .await;
         periodic
-            .start(
+            .start_nudged(
                 "kill-switch-follower",
                 config.scope_poll_interval,
                 SwitchFollower {
                     switch: state.kill_switch.clone(),
                     store: store.clone(),
                 },
+                switch_changed.clone(),
             )
             .await;
+        match store.changes().await {
+            Ok(Some(changes)) => periodic.spawn("change-listener", |stop| {
+                follow_changes(changes, scope_changed, switch_changed, stop)
+            }),
+            Ok(None) => {}
+            Err(error) => tracing::warn!(
+                %error,
+                poll_ms = u64::try_from(config.scope_poll_interval.as_millis()).unwrap_or(u64::MAX),
+                "cannot listen for changes announced by the database; following them by polling only"
+            ),
+        }
         periodic
             .start(
                 "reconciler",
@@ -327,6 +391,11 @@ impl Application {
                 },
             )
             .await;
+        periodic.start_later(
+            "rate-bucket-pruner",
+            PRUNE_BUCKETS_EVERY,
+            BucketPruner(store.clone()),
+        );
         periodic
             .start(
                 "attachment-sweep",
@@ -350,10 +419,16 @@ impl Application {
             state,
             periodic,
             shutdown,
+            prestop: config.shutdown_prestop,
+            skip_prestop: Arc::default(),
             grace: config.shutdown_grace,
             limits: ConnectionLimits {
                 header_read_timeout: config.header_read_timeout,
                 max_connections: config.max_connections,
+                // Behind a load balancer (a pre-stop delay is set), idle
+                // kept-alive connections get a second to be used once more
+                // or dropped by the balancer before the server closes them.
+                idle_linger: config.shutdown_prestop.min(IDLE_LINGER),
             },
         })
     }
@@ -368,15 +443,25 @@ impl Application {
         &self.state
     }
 
-    /// Cancelling this token starts a graceful shutdown.
+    /// Cancelling this token starts a graceful shutdown: the pre-stop
+    /// delay (`/readyz` 503), then the drain.
     pub fn shutdown_token(&self) -> CancellationToken {
         self.shutdown.clone()
     }
 
-    /// Serves until the shutdown token is cancelled, then stops accepting,
-    /// lets in-flight requests finish for the grace period, closes what is
-    /// still open, and closes the database pool. Connections are bounded
-    /// by the header-read timeout and the connection cap ([`server`]).
+    /// Makes the next shutdown skip the pre-stop delay (an interactive
+    /// stop: nobody balances load onto a terminal).
+    pub fn skip_prestop(&self) -> Arc<AtomicBool> {
+        self.skip_prestop.clone()
+    }
+
+    /// Serves until the shutdown token is cancelled; then, for the
+    /// pre-stop delay, goes on serving while `/readyz` answers 503
+    /// `draining` and every response asks its client to close the
+    /// connection; then closes the listener and lets in-flight requests
+    /// (MCP calls too) finish for the grace period, closes what is still
+    /// open, and closes the database pool. Connections are bounded by the
+    /// header-read timeout and the connection cap ([`server`]).
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         let Self {
             listener,
@@ -384,11 +469,13 @@ impl Application {
             state,
             periodic,
             shutdown,
+            prestop,
+            skip_prestop,
             grace,
             limits,
         } = self;
         let readiness = state.readiness.clone();
-        let stop = shutdown.clone();
+        let (stop, stopped) = (shutdown.clone(), state.stopped.clone());
         let server = server::serve(
             listener,
             router,
@@ -397,7 +484,15 @@ impl Application {
             async move {
                 stop.cancelled().await;
                 readiness.set_draining();
+                if !prestop.is_zero() && !skip_prestop.load(Ordering::Acquire) {
+                    tracing::info!(
+                        prestop_seconds = prestop.as_secs(),
+                        "stopping: /readyz answers 503 draining; serving on until the pre-stop delay ends"
+                    );
+                    tokio::time::sleep(prestop).await;
+                }
                 tracing::info!("shutting down: no new connections, draining in-flight requests");
+                stopped.cancel();
             },
         );
         // Aborting this task drops the loop, which aborts every connection
@@ -408,7 +503,7 @@ impl Application {
                 result.context("server task failed")?;
             }
             () = async {
-                shutdown.cancelled().await;
+                state.stopped.cancelled().await;
                 tokio::time::sleep(grace).await;
             } => {
                 tracing::warn!(grace_seconds = grace.as_secs(), "drain deadline passed; closing open connections");
@@ -419,6 +514,7 @@ impl Application {
             }
         }
         shutdown.cancel();
+        state.stopped.cancel();
         // The periodic tasks use the database: they stop first.
         periodic.join(grace).await;
         state.store.close().await;
@@ -511,6 +607,9 @@ pub fn build_sources(config: &Config) -> anyhow::Result<ServiceSources> {
     })
 }
 
+/// The longest an idle connection stays open once the listener closed.
+const IDLE_LINGER: Duration = Duration::from_secs(1);
+
 /// How often the reconciler runs after its first round at start-up.
 const RECONCILE_EVERY: Duration = Duration::from_secs(30);
 
@@ -519,6 +618,48 @@ impl Round for ScopeWatcher {
     type Error = StoreError;
     async fn poll_once(&mut self) -> Result<EpochCheck, StoreError> {
         ScopeWatcher::poll_once(self).await
+    }
+}
+
+/// Runs the scope watcher's and the kill-switch follower's rounds as soon
+/// as the database announces a change they follow (after a lost
+/// connection, both), until `stop`.
+async fn follow_changes(
+    mut changes: Changes,
+    scope: Arc<Notify>,
+    switch: Arc<Notify>,
+    stop: CancellationToken,
+) {
+    let mut failing = false;
+    loop {
+        let next = tokio::select! {
+            () = stop.cancelled() => return,
+            next = changes.next() => next,
+        };
+        match next {
+            Ok(change) => {
+                if failing {
+                    tracing::info!("listening for announced changes again");
+                    failing = false;
+                }
+                if matches!(change, Change::Scope | Change::Missed) {
+                    scope.notify_one();
+                }
+                if matches!(change, Change::Switches | Change::Missed) {
+                    switch.notify_one();
+                }
+            }
+            Err(error) => {
+                if !failing {
+                    tracing::warn!(%error, "lost the database's change announcements; polling until they are back");
+                    failing = true;
+                }
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        }
     }
 }
 
@@ -533,6 +674,20 @@ impl Round for SwitchFollower {
     type Error = StoreError;
     async fn poll_once(&mut self) -> Result<Option<SwitchState>, StoreError> {
         self.switch.poll_once(&self.store).await
+    }
+}
+
+/// How often idle rate-limit buckets are forgotten.
+const PRUNE_BUCKETS_EVERY: Duration = Duration::from_secs(600);
+
+/// Forgets the rate-limit buckets nobody used for an hour.
+struct BucketPruner(Store);
+
+impl Round for BucketPruner {
+    type Done = u64;
+    type Error = StoreError;
+    async fn poll_once(&mut self) -> Result<u64, StoreError> {
+        self.0.prune_rate_buckets().await
     }
 }
 
@@ -603,15 +758,27 @@ pub async fn serve(config: &Config, on_ready: impl FnOnce(SocketAddr)) -> anyhow
     }
     on_ready(address);
     let token = app.shutdown_token();
+    let skip_prestop = app.skip_prestop();
     tokio::spawn(async move {
-        shutdown_signal().await;
+        if shutdown_signal().await == Signal::Interrupt {
+            skip_prestop.store(true, Ordering::Release);
+        }
         token.cancel();
     });
     app.run_until_stopped().await
 }
 
-/// Resolves when SIGINT or SIGTERM arrives.
-pub async fn shutdown_signal() {
+/// The signal that asked the server to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGINT (Ctrl-C): someone at a terminal.
+    Interrupt,
+    /// SIGTERM: an orchestrator or a supervisor.
+    Terminate,
+}
+
+/// Resolves when SIGINT or SIGTERM arrives, saying which.
+pub async fn shutdown_signal() -> Signal {
     let interrupt = async {
         if let Err(error) = tokio::signal::ctrl_c().await {
             tracing::error!(%error, "cannot listen for SIGINT");
@@ -633,7 +800,13 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     let terminate = std::future::pending::<()>();
     tokio::select! {
-        () = interrupt => tracing::info!("SIGINT received"),
-        () = terminate => tracing::info!("SIGTERM received"),
+        () = interrupt => {
+            tracing::info!("SIGINT received");
+            Signal::Interrupt
+        }
+        () = terminate => {
+            tracing::info!("SIGTERM received");
+            Signal::Terminate
+        }
     }
 }

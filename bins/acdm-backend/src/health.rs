@@ -1,8 +1,9 @@
 //! Health endpoints, open to probes without a token:
 //!
 //! - `/healthz`: the process is up and serving;
-//! - `/readyz`: the database answers, migrations are applied, the service
-//!   token is configured and the server is not shutting down — 503 with
+//! - `/readyz`: the database answers and takes writes (an SQLite file
+//!   locked by another process is named), migrations are applied, the
+//!   service token is configured and the server is not shutting down — 503 with
 //!   the reasons otherwise (cached for a second so probes cannot hammer
 //!   the database);
 //! - `/mcp/health` is served by `acdm-mcp` (per-source checks).
@@ -59,7 +60,8 @@ impl Check {
 /// The `/readyz` body.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReadyReport {
-    /// `ready` or `not_ready`.
+    /// `ready`, `not_ready`, or `draining` (shutting down: still serving
+    /// for the pre-stop delay, then finishing what is in flight).
     pub status: &'static str,
     /// Each check by name.
     pub checks: std::collections::BTreeMap<&'static str, Check>,
@@ -84,17 +86,43 @@ impl Readiness {
         }
     }
 
-    /// From now on `/readyz` answers 503: the server is shutting down.
+    /// From now on `/readyz` answers 503 `draining`: the server is
+    /// shutting down.
     pub fn set_draining(&self) {
         self.draining.store(true, Ordering::Release);
+    }
+
+    /// Whether the server is shutting down.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
     }
 
     async fn measure(&self) -> ReadyReport {
         let mut checks = std::collections::BTreeMap::new();
         let database = match tokio::time::timeout(DB_TIMEOUT, self.store.ping()).await {
             Ok(Ok(())) => Check::ok(),
-            Ok(Err(error)) => Check::error(format!("database: {error}")),
-            Err(_) => Check::error(format!("database did not answer within {DB_TIMEOUT:?}")),
+            // An SQLite file locked by another process is named as such.
+            Ok(Err(error)) => match self.store.lock_holder().await {
+                Some(locked) => Check::error(format!("database: {locked}")),
+                None => Check::error(format!("database: {error}")),
+            },
+            Err(_) => match self.store.lock_holder().await {
+                Some(locked) => Check::error(format!("database: {locked}")),
+                None => Check::error(format!("database did not answer within {DB_TIMEOUT:?}")),
+            },
+        };
+        // Reads may pass while writes cannot (a write lock held elsewhere,
+        // a read-only standby): every write would fail, so not ready.
+        let writes = if database.is_ok() {
+            match tokio::time::timeout(DB_TIMEOUT, self.store.check_writable()).await {
+                Ok(Ok(())) => Check::ok(),
+                Ok(Err(error)) => Check::error(format!("database writes: {error}")),
+                Err(_) => Check::error(format!(
+                    "database writes: no write lock within {DB_TIMEOUT:?}"
+                )),
+            }
+        } else {
+            Check::error("database unreachable")
         };
         let migrations = if database.is_ok() {
             match self.store.migration_status().await {
@@ -116,6 +144,7 @@ impl Readiness {
             )
         };
         checks.insert("database", database);
+        checks.insert("database_writes", writes);
         checks.insert("migrations", migrations);
         checks.insert("service_token", token);
         let ready = checks.values().all(Check::is_ok);
@@ -138,8 +167,8 @@ impl Readiness {
                 }
             }
         };
-        if self.draining.load(Ordering::Acquire) {
-            report.status = "not_ready";
+        if self.is_draining() {
+            report.status = "draining";
             report
                 .checks
                 .insert("shutdown", Check::error("the server is shutting down"));
@@ -168,4 +197,23 @@ pub async fn readyz(State(readiness): State<Arc<Readiness>>) -> Response {
         StatusCode::SERVICE_UNAVAILABLE
     };
     probe(status, report)
+}
+
+/// While the server drains, every response asks its client to close the
+/// connection (`Connection: close`), so a load balancer's kept-alive
+/// connections to this server end cleanly after their current request
+/// instead of being closed under a request it is about to send.
+pub async fn close_while_draining(
+    State(readiness): State<Arc<Readiness>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let mut response = next.run(request).await;
+    if readiness.is_draining() {
+        response.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    response
 }

@@ -26,6 +26,38 @@ use tracing::field::Empty;
 /// The request/response header carrying the request id.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
+/// How long a request may take, and how much of a caller's own wait it
+/// uses: the rest is left for the answer to travel back.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    /// `ACDM_REQUEST_TIMEOUT_SECONDS`.
+    pub request_timeout: Duration,
+}
+
+impl Budget {
+    /// The time this request may take: the configured timeout, or nine
+    /// tenths of what the caller says it waits (`X-ACDM-Timeout-Ms`), when
+    /// that is less.
+    pub fn for_request(&self, headers: &axum::http::HeaderMap) -> Duration {
+        let caller = headers
+            .get(acdm_core::headers::TIMEOUT_MS)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|ms| Duration::from_millis(ms.saturating_mul(9) / 10));
+        caller.map_or(self.request_timeout, |c| c.min(self.request_timeout))
+    }
+}
+
+/// Gives the request its deadline: every upstream call it makes ends by
+/// it (`acdm_sources::deadline`), also when the work runs in another task
+/// (the MCP server's), which reads it from the request's extensions.
+pub async fn deadline(State(budget): State<Budget>, mut req: Request, next: Next) -> Response {
+    let deadline = tokio::time::Instant::now() + budget.for_request(req.headers());
+    req.extensions_mut()
+        .insert(acdm_sources::deadline::Deadline(deadline));
+    acdm_sources::deadline::within(deadline, next.run(req)).await
+}
+
 /// Takes the caller's `X-Request-Id` when it is well-formed, else makes
 /// one; stores it in the request extensions and echoes it on the response.
 pub async fn request_id(mut req: Request, next: Next) -> Response {

@@ -15,8 +15,10 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
@@ -54,10 +56,49 @@ impl Periodic {
     /// Runs one round of `round` now and waits for it, then spawns the task
     /// `name` that runs a round every `interval` (the first one `interval`
     /// from now) until shutdown.
-    pub async fn start<R: Round>(&mut self, name: &'static str, interval: Duration, mut round: R) {
+    pub async fn start<R: Round>(&mut self, name: &'static str, interval: Duration, round: R) {
+        self.start_nudged(name, interval, round, Arc::new(Notify::new()))
+            .await;
+    }
+
+    /// [`Periodic::start`], with a round also run as soon as `nudge` is
+    /// notified (a change announced by the database); the interval goes
+    /// on as the fallback.
+    pub async fn start_nudged<R: Round>(
+        &mut self,
+        name: &'static str,
+        interval: Duration,
+        mut round: R,
+        nudge: Arc<Notify>,
+    ) {
         let span = tracing::info_span!("periodic", task = name);
         let mut log = RoundLog::default();
         log.record(round.poll_once().instrument(span.clone()).await);
+        self.spawn_rounds(name, interval, round, nudge, log);
+    }
+
+    /// Spawns the task `name` that runs a round of `round` every
+    /// `interval`, the first one `interval` from now: for housekeeping that
+    /// the server does not need before it serves.
+    pub fn start_later<R: Round>(&mut self, name: &'static str, interval: Duration, round: R) {
+        self.spawn_rounds(
+            name,
+            interval,
+            round,
+            Arc::new(Notify::new()),
+            RoundLog::default(),
+        );
+    }
+
+    fn spawn_rounds<R: Round>(
+        &mut self,
+        name: &'static str,
+        interval: Duration,
+        mut round: R,
+        nudge: Arc<Notify>,
+        mut log: RoundLog,
+    ) {
+        let span = tracing::info_span!("periodic", task = name);
         let shutdown = self.shutdown.clone();
         let handle = tokio::spawn(
             async move {
@@ -67,6 +108,7 @@ impl Periodic {
                     tokio::select! {
                         biased;
                         () = shutdown.cancelled() => break,
+                        () = nudge.notified() => ticker.reset(),
                         _ = ticker.tick() => {}
                     }
                     log.record(round.poll_once().await);
@@ -75,6 +117,17 @@ impl Periodic {
             }
             .instrument(span),
         );
+        self.tasks.push((name, handle));
+    }
+
+    /// Spawns the long-running task `name` (it must end when `shutdown`
+    /// is cancelled), awaited like the periodic ones.
+    pub fn spawn<F>(&mut self, name: &'static str, task: impl FnOnce(CancellationToken) -> F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let span = tracing::info_span!("periodic", task = name);
+        let handle = tokio::spawn(task(self.shutdown.clone()).instrument(span));
         self.tasks.push((name, handle));
     }
 

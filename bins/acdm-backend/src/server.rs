@@ -24,10 +24,17 @@
 //!   failure of the replica. Reaching the cap is logged (at most once a
 //!   minute) and `acdm_http_open_connections` shows how close it is.
 //! - **Shutdown**: when the signal fires the listener is closed (new
-//!   connections are refused), every connection is asked to finish its
-//!   in-flight request and close, and the loop returns once all are gone.
-//!   The caller bounds this by the grace period and drops the loop's
-//!   future, which aborts every connection still open.
+//!   connections are refused) and every connection is served until it
+//!   closes: the server's responses now ask their clients to close
+//!   (`Connection: close`, set by the drain middleware), so a connection
+//!   ends after its next response. One that stays idle is closed by the
+//!   server after [`ConnectionLimits::idle_linger`]: a load balancer that
+//!   holds kept-alive connections may pick one at any moment, and a
+//!   request sent on a connection just as the server closes it fails —
+//!   a lingering connection is used once more (and answered) or closed by
+//!   its client instead. The loop returns once all are gone. The caller
+//!   bounds this by the grace period and drops the loop's future, which
+//!   aborts every connection still open.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -54,6 +61,9 @@ pub struct ConnectionLimits {
     pub header_read_timeout: Duration,
     /// Connections open at once; beyond it, new ones wait to be accepted.
     pub max_connections: usize,
+    /// Once the listener has closed, how long an idle connection stays open
+    /// for its client to use once more or to close it.
+    pub idle_linger: Duration,
 }
 
 /// The listen backlog asked for: connections the kernel holds while the
@@ -140,7 +150,7 @@ pub async fn serve(
             stream,
             peer,
             router.clone(),
-            limits.header_read_timeout,
+            limits,
             draining.clone(),
             Slot::new(slot, open.clone()),
         ));
@@ -179,7 +189,7 @@ async fn connection(
     stream: TcpStream,
     peer: SocketAddr,
     router: Router,
-    header_read_timeout: Duration,
+    limits: ConnectionLimits,
     draining: CancellationToken,
     _slot: Slot,
 ) {
@@ -189,14 +199,19 @@ async fn connection(
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(header_read_timeout);
+        .header_read_timeout(limits.header_read_timeout);
     let mut conn = pin!(builder.serve_connection(TokioIo::new(stream), service));
     let result = tokio::select! {
         result = conn.as_mut() => result,
-        () = draining.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
+        () = draining.cancelled() => tokio::select! {
+            // Served until its next response, which closes it, or until
+            // its client closes it.
+            result = conn.as_mut() => result,
+            () = tokio::time::sleep(limits.idle_linger) => {
+                conn.as_mut().graceful_shutdown();
+                conn.await
+            }
+        },
     };
     if let Err(error) = result {
         // Timeouts, resets and malformed requests: the client's doing.

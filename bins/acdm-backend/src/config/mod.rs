@@ -192,10 +192,24 @@ settings! {
             default "5", Seconds(1..=60);
         /// Longest silence allowed while GitLab or Nextcloud answers (1–300).
         upstream_read_timeout: Duration = "ACDM_UPSTREAM_READ_TIMEOUT_SECONDS",
-            default "15", Seconds(1..=300);
-        /// Budget for one upstream call, retries included (1–600).
+            default "10", Seconds(1..=300);
+        /// Deadline of one upstream call, retries, the waits between them and the response body
+        /// included (1–600); past it the call is `upstream_timeout`. A request's own deadline
+        /// (`ACDM_REQUEST_TIMEOUT_SECONDS`) can end it sooner.
         upstream_timeout: Duration = "ACDM_UPSTREAM_TIMEOUT_SECONDS",
-            default "30", Seconds(1..=600);
+            default "20", Seconds(1..=600);
+        /// Requests in flight at once to one GitLab or Nextcloud host (1–1024), from sending until
+        /// the response is read; more wait for a free one within their deadline. Keep it at or
+        /// below what the upstream serves at once (a Nextcloud's PHP workers).
+        upstream_max_connections: usize = "ACDM_UPSTREAM_MAX_CONNECTIONS",
+            default "32", Count(1..=1024);
+        /// Deadline of a whole request to `/mcp` or `/agent-tools`, every upstream call it makes
+        /// included (1–600). A caller that says how long it waits (`X-ACDM-Timeout-Ms`, which the
+        /// harness client sends) is answered within nine tenths of that when it is less. Keep it
+        /// below the callers' own timeout (the harness client's `NC_OP_TIMEOUT_SECONDS`, 30 s),
+        /// so they read `upstream_timeout` rather than give up.
+        request_timeout: Duration = "ACDM_REQUEST_TIMEOUT_SECONDS",
+            default "25", Seconds(1..=600);
         /// Extra attempts for upstream reads after a transient failure (0–5); writes are never
         /// retried blindly.
         upstream_retries: u32 = "ACDM_UPSTREAM_RETRIES", default "2", number::<u32>(0..=5);
@@ -231,9 +245,35 @@ settings! {
         /// backlog until one closes (they are not refused). Keep it below the process's
         /// file-descriptor limit, leaving room for the database pool and upstream calls.
         max_connections: usize = "ACDM_MAX_CONNECTIONS", default "512", Count(1..=65_536);
-        /// On SIGTERM/SIGINT, how long in-flight requests may finish before open connections are
-        /// closed (0–300).
+        /// On SIGTERM, how long the server goes on serving while `/readyz` answers 503 `draining`
+        /// (0–300), so a load balancer that probes it stops sending before the listener closes;
+        /// responses meanwhile ask their client to close the connection. SIGINT (Ctrl-C) skips it.
+        shutdown_prestop: Duration = "ACDM_SHUTDOWN_PRESTOP_SECONDS", default "5", Seconds(0..=300);
+        /// Once the listener is closed, how long in-flight requests (MCP calls included) may finish
+        /// before open connections are closed (0–300). A stop takes at most the pre-stop delay
+        /// plus this.
         shutdown_grace: Duration = "ACDM_SHUTDOWN_GRACE_SECONDS", default "10", Seconds(0..=300);
+        /// Calls one agent may make to `/agent-tools` per minute (0–1000000; 0: no limit), counted
+        /// for the whole deployment whatever the number of replicas. Beyond it: 429
+        /// `rate_limited` with `Retry-After`.
+        bff_rate_per_minute: u32 = "ACDM_BFF_RATE_PER_MINUTE", default "600",
+            number::<u32>(0..=1_000_000);
+        /// Calls one agent may make at once after a quiet spell, within its rate (1–1000000).
+        bff_rate_burst: u32 = "ACDM_BFF_RATE_BURST", default "60", number::<u32>(1..=1_000_000);
+        /// Writes one agent may make per minute (nc writes, deletes and moves, business writes,
+        /// milestone advances), on top of its calls' limit (0–1000000; 0: no limit of its own).
+        bff_write_rate_per_minute: u32 = "ACDM_BFF_WRITE_RATE_PER_MINUTE", default "120",
+            number::<u32>(0..=1_000_000);
+        /// Writes one agent may make at once after a quiet spell (1–1000000).
+        bff_write_rate_burst: u32 = "ACDM_BFF_WRITE_RATE_BURST", default "20",
+            number::<u32>(1..=1_000_000);
+        /// Calls of one MCP tool per minute, all callers together (0–1000000; 0: no limit);
+        /// beyond it the call is a tool error `rate_limited` saying how long to wait.
+        mcp_tool_rate_per_minute: u32 = "ACDM_MCP_TOOL_RATE_PER_MINUTE", default "6000",
+            number::<u32>(0..=1_000_000);
+        /// Calls of one MCP tool at once after a quiet spell (1–1000000).
+        mcp_tool_rate_burst: u32 = "ACDM_MCP_TOOL_RATE_BURST", default "300",
+            number::<u32>(1..=1_000_000);
         /// `json` (one object per line), `pretty`, or `auto`: pretty on a terminal, JSON otherwise.
         /// Logs go to standard error.
         log_format: LogFormat = "ACDM_LOG_FORMAT", default "auto", LogFormats;
@@ -448,8 +488,30 @@ impl Config {
             read_timeout: self.upstream_read_timeout,
             timeout: self.upstream_timeout,
             retries: self.upstream_retries,
+            max_connections_per_host: self.upstream_max_connections,
             ..acdm_sources::http::HttpSettings::default()
         }
+    }
+
+    /// The rate of `per_minute` calls with bursts of `burst`; `None` (no
+    /// limit) when `per_minute` is 0.
+    fn rate(per_minute: u32, burst: u32) -> Option<acdm_core::limit::Rate> {
+        acdm_core::limit::Rate::new(per_minute, burst)
+    }
+
+    /// `ACDM_BFF_RATE_*`: an agent's calls.
+    pub fn bff_calls_rate(&self) -> Option<acdm_core::limit::Rate> {
+        Self::rate(self.bff_rate_per_minute, self.bff_rate_burst)
+    }
+
+    /// `ACDM_BFF_WRITE_RATE_*`: an agent's writes.
+    pub fn bff_writes_rate(&self) -> Option<acdm_core::limit::Rate> {
+        Self::rate(self.bff_write_rate_per_minute, self.bff_write_rate_burst)
+    }
+
+    /// `ACDM_MCP_TOOL_RATE_*`: an MCP tool's calls.
+    pub fn mcp_tool_rate(&self) -> Option<acdm_core::limit::Rate> {
+        Self::rate(self.mcp_tool_rate_per_minute, self.mcp_tool_rate_burst)
     }
 
     /// `ACDM_LOG_FORMAT` and `ACDM_LOG`.

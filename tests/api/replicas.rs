@@ -1,0 +1,471 @@
+//! What a deployment of several replicas relies on, tried on one server
+//! over real sockets: rate limits answered the way the spec says, a stop
+//! that loses no call (MCP included) and shows on `/readyz` first, and a
+//! stalled upstream answered before the caller gives up.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use acdm_core::ToolResponse;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ClientConfig};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, mpsc};
+
+use crate::admin::alpha_with_writes;
+use crate::helpers::{Options, Req, TOKEN, TestApp, send, spawn_app};
+
+/// An upstream that reads each request, says so, and answers only when
+/// released (with `answer`), or never.
+struct HeldUpstream {
+    addr: SocketAddr,
+    arrived: mpsc::UnboundedReceiver<()>,
+    release: Arc<Notify>,
+}
+
+impl HeldUpstream {
+    async fn start(answer: Option<&'static str>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, arrived) = mpsc::unbounded_channel();
+        let release = Arc::new(Notify::new());
+        let held = release.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let (tx, held) = (tx.clone(), held.clone());
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        if stream.read(&mut byte).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        head.push(byte[0]);
+                    }
+                    let _ = tx.send(());
+                    let Some(body) = answer else {
+                        // Never answers; holds the connection.
+                        std::future::pending::<()>().await;
+                        return;
+                    };
+                    held.notified().await;
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(reply.as_bytes()).await;
+                });
+            }
+        });
+        Self {
+            addr,
+            arrived,
+            release,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+/// A GitLab whose blob search answers (an empty page) only when released.
+fn gitlab_env(upstream: &HeldUpstream) -> Vec<(&'static str, String)> {
+    vec![
+        ("GITLAB_WIKI_BASE_URL", upstream.url()),
+        ("GITLAB_WIKI_PROJECT_ID", "42".to_owned()),
+        ("GITLAB_WIKI_PAT", "glpat-test-0123456789abcdef".to_owned()),
+    ]
+}
+
+fn mcp_headers() -> [(&'static str, &'static str); 2] {
+    [
+        ("X-ACDM-Service-Auth", TOKEN),
+        ("Accept", "application/json, text/event-stream"),
+    ]
+}
+
+fn tools_call(name: &str, arguments: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments}})
+    .to_string()
+}
+
+/// Waits (at most 10 s) until the server no longer accepts connections.
+async fn until_listener_closed(addr: SocketAddr) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(addr).await.is_ok() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the listener did not close"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn stopped(app: TestApp) {
+    tokio::time::timeout(Duration::from_secs(10), app.task)
+        .await
+        .expect("the server stops")
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_agent_over_its_rate_gets_rate_limited_with_retry_after_and_others_do_not() {
+    let app = spawn_app(Options {
+        extra_env: vec![
+            ("ACDM_BFF_RATE_PER_MINUTE", "60".to_owned()),
+            ("ACDM_BFF_RATE_BURST", "5".to_owned()),
+            ("ACDM_BFF_WRITE_RATE_PER_MINUTE", "60".to_owned()),
+            ("ACDM_BFF_WRITE_RATE_BURST", "2".to_owned()),
+        ],
+        ..Options::default()
+    })
+    .await;
+    let agent = alpha_with_writes(&app, 0).await;
+    let call = |op: &'static str, body: &'static str| {
+        let app = &app;
+        async move {
+            app.send(
+                Req::new("POST", &format!("/agent-tools/nc/{op}"))
+                    .headers(&agent)
+                    .json(body),
+            )
+            .await
+        }
+    };
+    // Two writes, the write burst; the third write is over the writes'
+    // budget while reads still pass (the calls' budget has room).
+    for n in 0..2 {
+        let r = call("write", r#"{"rel_path":"w.md","content":"x"}"#).await;
+        assert_eq!(r.status, 200, "write {n}: {}", r.body);
+    }
+    let refused = call("write", r#"{"rel_path":"w.md","content":"x"}"#).await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    let body = refused.json();
+    assert_eq!(body["code"], "rate_limited");
+    assert!(body["message"].as_str().unwrap().contains("project-alpha"));
+    assert!(body["message"].as_str().unwrap().contains("writes"));
+    assert_eq!(body["data"]["limit_per_minute"], 60);
+    let after = refused.header("retry-after").expect("Retry-After");
+    assert_eq!(after, body["data"]["retry_after_seconds"].to_string());
+    assert_eq!(after, "1", "one write a second");
+    // Three calls were made (two writes and a refused one); the burst of
+    // five leaves two reads, then the calls' budget is spent too.
+    for n in 0..2 {
+        let r = call("list_mounts", "{}").await;
+        assert_eq!(r.status, 200, "read {n}: {}", r.body);
+    }
+    let refused = call("list_mounts", "{}").await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert!(
+        refused.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("calls")
+    );
+    // Another agent has budgets of its own.
+    for (path, body) in [
+        ("/admin/projects", r#"{"slug":"beta","name":"Beta"}"#),
+        (
+            "/admin/agents",
+            r#"{"agent_name":"project-beta","project":"beta"}"#,
+        ),
+        (
+            "/admin/projects/beta/members",
+            r#"{"user_id":"u-1","role":"member"}"#,
+        ),
+    ] {
+        let r = app
+            .send(
+                Req::new("POST", path)
+                    .headers(&crate::admin::admin_headers())
+                    .json(body),
+            )
+            .await;
+        assert!(r.status < 300, "{path}: {}", r.body);
+    }
+    let beta = [
+        ("X-ACDM-Service-Auth", TOKEN),
+        ("X-ACDM-User-Id", "u-1"),
+        ("X-ACDM-Agent-Name", "project-beta"),
+        ("X-ACDM-Thread-Id", "t-1"),
+    ];
+    let r = app
+        .send(
+            Req::new("POST", "/agent-tools/nc/list_mounts")
+                .headers(&beta)
+                .json("{}"),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_tool_over_its_rate_is_a_tool_error_saying_how_long_to_wait() {
+    let app = spawn_app(Options {
+        extra_env: vec![
+            ("ACDM_MCP_TOOL_RATE_PER_MINUTE", "30".to_owned()),
+            ("ACDM_MCP_TOOL_RATE_BURST", "2".to_owned()),
+        ],
+        ..Options::default()
+    })
+    .await;
+    let search = tools_call("acdm_search_wiki", json!({"query": "report"}));
+    let mut results = Vec::new();
+    for _ in 0..3 {
+        let r = app
+            .send(
+                Req::new("POST", "/mcp")
+                    .headers(&mcp_headers())
+                    .json(&search),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        results.push(r.json()["result"].clone());
+    }
+    assert_eq!(results[0]["isError"], false, "{}", results[0]);
+    assert_eq!(results[1]["isError"], false, "{}", results[1]);
+    let limited = &results[2];
+    assert_eq!(limited["isError"], true, "{limited}");
+    let failure = &limited["structuredContent"];
+    assert_eq!(failure["code"], "rate_limited", "{limited}");
+    assert_eq!(failure["retry_after_seconds"], 2, "one call every 2 s");
+    let text = limited["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("Wait 2 s"), "{text}");
+    // The budget is the tool's: another tool still answers.
+    let read = tools_call("acdm_read_wiki_file", json!({"path": "README.md"}));
+    let r = app
+        .send(Req::new("POST", "/mcp").headers(&mcp_headers()).json(&read))
+        .await;
+    assert_ne!(
+        r.json()["result"]["structuredContent"]["code"],
+        "rate_limited",
+        "{}",
+        r.body
+    );
+    app.stop().await;
+}
+
+/// Sends `request` on a kept-alive connection (no `Connection: close` of
+/// its own); the status and the response's `Connection` header.
+async fn keep_alive(addr: SocketAddr, request: &str) -> (u16, Option<String>) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(stream.read(&mut byte).await.unwrap(), 1, "{head:?}");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap().to_lowercase();
+    let status = head[9..12].parse().unwrap();
+    let connection = head
+        .lines()
+        .find_map(|l| l.strip_prefix("connection:"))
+        .map(|v| v.trim().to_owned());
+    (status, connection)
+}
+
+#[tokio::test]
+async fn during_the_prestop_delay_readiness_says_draining_and_requests_are_still_served() {
+    let app = spawn_app(Options {
+        extra_env: vec![("ACDM_SHUTDOWN_PRESTOP_SECONDS", "1".to_owned())],
+        ..Options::default()
+    })
+    .await;
+    alpha_with_writes(&app, 0).await;
+    let probe = "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    let list_mounts = format!(
+        "POST /agent-tools/nc/list_mounts HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+         X-ACDM-Service-Auth: {TOKEN}\r\nX-ACDM-User-Id: u-1\r\n\
+         X-ACDM-Agent-Name: project-alpha\r\nX-ACDM-Thread-Id: t-1\r\n\
+         Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{{}}"
+    );
+    assert_eq!(keep_alive(app.addr, probe).await, (200, None));
+    assert_eq!(keep_alive(app.addr, &list_mounts).await, (200, None));
+    app.shutdown.cancel();
+    let r = app.send(Req::get("/readyz")).await;
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.json()["status"], "draining");
+    assert_eq!(
+        r.json()["checks"]["shutdown"]["reason"],
+        "the server is shutting down"
+    );
+    // Still serving, each answer asking its client to close the connection
+    // so a load balancer does not reuse it.
+    let close = Some("close".to_owned());
+    assert_eq!(keep_alive(app.addr, probe).await, (503, close.clone()));
+    assert_eq!(keep_alive(app.addr, &list_mounts).await, (200, close));
+    until_listener_closed(app.addr).await;
+    stopped(app).await;
+}
+
+#[tokio::test]
+async fn an_mcp_call_in_flight_when_the_server_stops_is_answered() {
+    let mut gitlab = HeldUpstream::start(Some("[]")).await;
+    let app = spawn_app(Options {
+        extra_env: gitlab_env(&gitlab),
+        ..Options::default()
+    })
+    .await;
+    let addr = app.addr;
+    let call = tokio::spawn(async move {
+        send(
+            addr,
+            Req::new("POST", "/mcp")
+                .headers(&mcp_headers())
+                .json(&tools_call("acdm_search_wiki", json!({"query": "deploy"}))),
+        )
+        .await
+    });
+    gitlab.arrived.recv().await.unwrap();
+    app.shutdown.cancel();
+    until_listener_closed(app.addr).await;
+    gitlab.release.notify_waiters();
+    let answer = call.await.unwrap();
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let result = &answer.json()["result"];
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(result["structuredContent"]["returned"], 0, "{result}");
+    stopped(app).await;
+}
+
+#[tokio::test]
+async fn an_mcp_call_in_flight_in_a_session_when_the_server_stops_is_answered() {
+    let mut gitlab = HeldUpstream::start(Some("[]")).await;
+    let mut env = gitlab_env(&gitlab);
+    env.push(("ACDM_MCP_SESSIONS", "true".to_owned()));
+    let app = spawn_app(Options {
+        extra_env: env,
+        ..Options::default()
+    })
+    .await;
+    let client = ClientConfig::default()
+        .serve(crate::mcp::transport(app.addr, TOKEN))
+        .await
+        .unwrap();
+    let peer = client.peer().clone();
+    let call = tokio::spawn(async move {
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("query".to_owned(), json!("deploy"));
+        peer.call_tool(CallToolRequestParams::new("acdm_search_wiki").with_arguments(arguments))
+            .await
+    });
+    gitlab.arrived.recv().await.unwrap();
+    app.shutdown.cancel();
+    until_listener_closed(app.addr).await;
+    gitlab.release.notify_waiters();
+    // Before this was fixed the session's stream ended without the result
+    // and the call waited for ever: a guard makes that a failure.
+    let result = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("the call is answered, not abandoned")
+        .unwrap()
+        .expect("the call is answered");
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    drop(client);
+    stopped(app).await;
+}
+
+#[tokio::test]
+async fn a_stalled_upstream_is_upstream_timeout_before_the_harness_client_gives_up() {
+    // A Nextcloud that never answers; the server's own budgets are the
+    // defaults (20 s per upstream call, 25 s per request), the client waits
+    // 2 s and says so: the server answers first, with what happened.
+    let nextcloud = HeldUpstream::start(None).await;
+    let app = spawn_app(Options {
+        extra_env: vec![
+            ("NEXTCLOUD_URL", nextcloud.url()),
+            ("NEXTCLOUD_USER", "svc".to_owned()),
+            ("NEXTCLOUD_APP_PASSWORD", "app-password".to_owned()),
+        ],
+        ..Options::default()
+    })
+    .await;
+    alpha_with_writes(&app, 0).await;
+    let client = acdm_harness_client::HarnessClient::new(
+        acdm_harness_client::ClientConfig::new(
+            &format!("http://{}", app.addr),
+            Some(TOKEN.to_owned().into()),
+            Duration::from_secs(2),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let identity = acdm_core::Identity::new(
+        acdm_core::UserId::parse("u-1").unwrap(),
+        acdm_core::AgentName::parse("project-alpha").unwrap(),
+        acdm_core::ThreadId::parse("t-1").unwrap(),
+    );
+    let answer: ToolResponse<Value> = client
+        .as_identity(identity)
+        .call("agent-tools/nc/read", &json!({"rel_path": "notes.md"}))
+        .await;
+    assert_eq!(
+        answer.error_code(),
+        Some(acdm_core::ErrorCode::UpstreamTimeout),
+        "{answer:?}"
+    );
+    app.stop().await;
+}
+
+#[test]
+fn by_default_the_server_answers_before_the_harness_client_gives_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = acdm_backend::config::Config::load_from(
+        None,
+        [(
+            std::ffi::OsString::from("ACDM_DATA_DIR"),
+            dir.path().as_os_str().to_owned(),
+        )],
+    )
+    .unwrap();
+    assert!(config.upstream().timeout <= config.request_timeout);
+    assert!(
+        config.request_timeout < acdm_harness_client::DEFAULT_TIMEOUT,
+        "{:?} ≥ {:?}",
+        config.request_timeout,
+        acdm_harness_client::DEFAULT_TIMEOUT
+    );
+}
+
+#[tokio::test]
+async fn readiness_fails_naming_the_lock_while_another_process_holds_the_database_for_writing() {
+    use sqlx::{ConnectOptions, Executor};
+    let app = spawn_app(Options::default()).await;
+    assert_eq!(app.send(Req::get("/readyz")).await.status, 200);
+    let mut holder = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(app.data_dir.join("acdm.sqlite3"))
+        .connect()
+        .await
+        .unwrap();
+    holder.execute("BEGIN IMMEDIATE").await.unwrap();
+    // Readiness is measured at most once a second.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let report = loop {
+        let r = app.send(Req::get("/readyz")).await;
+        if r.status == 503 {
+            break r.json();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "still ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(report["status"], "not_ready");
+    assert_eq!(report["checks"]["database"]["status"], "ok", "reads pass");
+    let reason = report["checks"]["database_writes"]["reason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains("locked for writing by another process"),
+        "{reason}"
+    );
+    holder.execute("ROLLBACK").await.unwrap();
+    drop(holder);
+    app.stop().await;
+}
