@@ -6,6 +6,8 @@
 //! - `tidy`: the architecture checks (module [`tidy`]), also run by
 //!   `cargo test -p xtask`;
 //! - `bench`: speed and memory measurements (module [`bench`]);
+//! - `cluster`: the production shape on loopback, and the cluster suite
+//!   against it (module [`cluster`]);
 //! - `integration`: real MCP clients against a running service (module
 //!   [`integration`]);
 //! - `setup`: the external programs the tests run against (module [`setup`]);
@@ -20,6 +22,7 @@
 )]
 
 mod bench;
+mod cluster;
 mod integration;
 mod metadata;
 mod setup;
@@ -36,9 +39,13 @@ Commands:
   tidy             Run the architecture checks (crate edges, forbidden dependencies,
                    env reads, module docs, workspace lints, architecture doc)
   bench [SUITE]    Run the benchmarks (release, loopback): sources, mcp, bff
+  cluster [N]      Start PostgreSQL, N replicas of the release binary (3 by default), nginx
+                   with deploy/nginx.conf and a WebDAV server on loopback; Ctrl-C stops all
+  cluster test [N] Run the cluster suite against such a cluster (N = 3 by default)
   integration      Run the MCP Python and TypeScript SDKs and the conformance
                    suite against a running `acdm-backend demo`
-  setup            Install the test tools (pinned wsgidav and MCP Python SDK) into .test-tools/
+  setup            Install the test tools (pinned wsgidav and MCP Python SDK) into .test-tools/,
+                   and nginx (Debian's package, as root) for the cluster
   test [-- ARGS]   Install the test tools if possible, then run the whole test suite:
                    nextest (or cargo test) and doctests; ARGS go to the test runner
   help             Show this message
@@ -56,6 +63,7 @@ fn main() -> ExitCode {
     match command.as_str() {
         "tidy" => tidy::main(rest),
         "bench" => bench::main(rest),
+        "cluster" => cluster::main(rest),
         "integration" => integration::main(rest),
         "setup" => setup::main(rest),
         "test" => suite::main(rest),

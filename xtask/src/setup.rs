@@ -7,6 +7,10 @@
 //! - the official MCP Python SDK (`mcp`, pinned) in the same venv, for
 //!   `cargo xtask integration`. (The conformance suite and Node 22 come
 //!   from npm through `npx` when the integration suite runs.)
+//! - nginx, the load balancer of `cargo xtask cluster`: Debian's package,
+//!   installed with apt when it is missing and this runs as root (CI);
+//!   otherwise the message says what to install. Only `cargo xtask setup`
+//!   and `cargo xtask cluster` ask for it; the test suite does not need it.
 //!
 //! Idempotent: a tool already at the pinned version is left alone.
 //! `cargo xtask test` runs this first and carries on without the tools when
@@ -45,7 +49,7 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     if let Some(arg) = args.first() {
         return crate::usage_error(&format!("`setup` takes no arguments (got `{arg}`)"));
     }
-    match install(&workspace_root()) {
+    match install(&workspace_root()).and_then(|()| install_nginx()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("xtask setup: {error}");
@@ -112,6 +116,47 @@ pub(crate) fn install(root: &Path) -> Result<(), String> {
     }
     println!("setup: wsgidav {WSGIDAV_VERSION} and mcp {MCP_SDK_VERSION} ready");
     Ok(())
+}
+
+/// Installs Debian's nginx unless an `nginx` is on the `PATH`. Only as
+/// root with apt (as in CI); anyone else is told what to install. The
+/// cluster runs it as a child process with its own configuration, never
+/// as the system's service.
+pub(crate) fn install_nginx() -> Result<(), String> {
+    let present = || quiet(Command::new("nginx").arg("-v"));
+    if present() {
+        println!("setup: nginx is installed");
+        return Ok(());
+    }
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
+    if !root || !quiet(Command::new("apt-get").arg("--version")) {
+        return Err(
+            "nginx is not installed: install Debian's package (`sudo apt-get install nginx`)"
+                .to_owned(),
+        );
+    }
+    for args in [
+        &["update", "-qq"][..],
+        &["install", "-y", "-qq", "--no-install-recommends", "nginx"][..],
+    ] {
+        println!("$ apt-get {}", args.join(" "));
+        let status = Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .map_err(|e| format!("cannot run apt-get: {e}"))?;
+        if !status.success() {
+            return Err(format!("apt-get {} failed", args.join(" ")));
+        }
+    }
+    if present() {
+        Ok(())
+    } else {
+        Err("apt-get installed nginx, but `nginx -v` still fails".to_owned())
+    }
 }
 
 fn quiet(command: &mut Command) -> bool {

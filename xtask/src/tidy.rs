@@ -37,6 +37,9 @@ const ALLOWED_EDGES: &[(&str, &[&str])] = &[
     // Test support is a dev-dependency only: no member may list it here.
     ("acdm-test-support", &[]),
     ("acdm-tool", &["acdm-core", "acdm-harness-client"]),
+    // The cluster harness and suite: a client of the service, like an
+    // engine (the harness client and the protocol), never its internals.
+    ("acdm-cluster", &["acdm-core", "acdm-harness-client"]),
     (
         "acdm-backend",
         &[
