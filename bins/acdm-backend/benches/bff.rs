@@ -13,6 +13,15 @@
 //! meeting changes), seeded through the journal. On the embedded SQLite
 //! database, then on PostgreSQL too when `ACDM_BENCH_DATABASE_URL=postgres://…`
 //! is set (the bench adds its own project there, named per run).
+//!
+//! Rate limits: the table runs with limits off (one agent here makes far
+//! more calls than any limit allows). Then `nc/list_mounts` — a call that
+//! costs a database read and little else, so a limiter's cost shows — runs
+//! again on servers of the same database with a limit far above what they
+//! can serve (nothing is refused: every call pays the check): with the
+//! shared bucket leased 100 ms at a time (the default), and with a round
+//! trip to the bucket for every call (`ACDM_RATE_LIMIT_LEASE_MILLIS=0`);
+//! each as a share of the throughput with limits off.
 //! Knobs: `ACDM_BENCH_CONCURRENCY` (16), `ACDM_BENCH_SECONDS` (5).
 
 #![expect(
@@ -363,24 +372,106 @@ fn main() {
     }
 }
 
+/// Rate limits off, or on far above what a server can serve (so nothing
+/// is refused) with a lease of this many milliseconds.
+const LIMITS_OFF: &[(&str, &str)] = &[
+    ("ACDM_BFF_RATE_PER_MINUTE", "0"),
+    ("ACDM_BFF_WRITE_RATE_PER_MINUTE", "0"),
+];
+
+fn limits_on(lease_millis: &'static str) -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("ACDM_BFF_RATE_PER_MINUTE", "1000000"),
+        ("ACDM_BFF_RATE_BURST", "1000000"),
+        ("ACDM_RATE_LIMIT_LEASE_MILLIS", lease_millis),
+    ]
+}
+
+/// The configuration of a bench server on `database_url` (`None`: SQLite
+/// in `dir`) with `settings`.
+fn bench_config(
+    dir: &std::path::Path,
+    database_url: Option<&str>,
+    settings: &[(&str, &str)],
+) -> Config {
+    let mut env: Vec<(OsString, OsString)> = vec![
+        ("ACDM_LISTEN_ADDR".into(), "127.0.0.1:0".into()),
+        ("ACDM_DATA_DIR".into(), dir.as_os_str().to_owned()),
+        ("ACDM_MCP_SERVICE_TOKEN".into(), TOKEN.into()),
+        ("ACDM_SHUTDOWN_PRESTOP_SECONDS".into(), "0".into()),
+    ];
+    if let Some(url) = database_url {
+        env.push(("DATABASE_URL".into(), url.into()));
+    }
+    for (key, value) in settings {
+        env.push(((*key).into(), (*value).into()));
+    }
+    Config::load_from(None, env).expect("bench configuration")
+}
+
+/// `nc/list_mounts` on a server of the same database with `settings`;
+/// its throughput.
+fn list_mounts_with(
+    dir: &std::path::Path,
+    database_url: Option<&str>,
+    settings: &[(&str, &str)],
+    name: &str,
+    agent: &str,
+    concurrency: usize,
+    duration: Duration,
+) -> (f64, bool) {
+    let config = bench_config(dir, database_url, settings);
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(SERVER_THREADS)
+        .thread_name("server")
+        .enable_all()
+        .build()
+        .unwrap();
+    let app = server.block_on(Application::build(&config)).unwrap();
+    let url = format!(
+        "http://{}/agent-tools/nc/list_mounts",
+        app.local_addr().unwrap()
+    );
+    let shutdown = app.shutdown_token();
+    let served = server.spawn(app.run_until_stopped());
+    let clients = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("client")
+        .enable_all()
+        .build()
+        .unwrap();
+    let outcome = clients.block_on(async {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(concurrency)
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        let agent = agent.to_owned();
+        load::run(concurrency, duration, move || {
+            let (client, url, agent) = (client.clone(), url.clone(), agent.clone());
+            async move { send(&client, &url, &agent, Some(&json!({}))).await }
+        })
+        .await
+    });
+    let row = print_row(name, &outcome, concurrency);
+    shutdown.cancel();
+    server.block_on(async {
+        let _ = tokio::time::timeout(Duration::from_secs(10), served).await;
+    });
+    row
+}
+
 /// The whole table on one database (`None`: the embedded SQLite);
 /// returns whether a scenario failed.
 fn run_on(database_url: Option<String>, concurrency: usize, duration: Duration) -> bool {
     let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
     let dir = tempfile::tempdir().unwrap();
-    let mut env: Vec<(OsString, OsString)> = vec![
-        ("ACDM_LISTEN_ADDR".into(), "127.0.0.1:0".into()),
-        ("ACDM_DATA_DIR".into(), dir.path().as_os_str().to_owned()),
-        ("ACDM_MCP_SERVICE_TOKEN".into(), TOKEN.into()),
-    ];
-    let database = match database_url {
-        Some(url) => {
-            env.push(("DATABASE_URL".into(), url.into()));
-            "PostgreSQL"
-        }
-        None => "SQLite",
+    let database = if database_url.is_some() {
+        "PostgreSQL"
+    } else {
+        "SQLite"
     };
-    let config = Config::load_from(None, env).expect("bench configuration");
+    let config = bench_config(dir.path(), database_url.as_deref(), LIMITS_OFF);
     let server = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(SERVER_THREADS)
         .thread_name("server")
@@ -477,5 +568,28 @@ fn run_on(database_url: Option<String>, concurrency: usize, duration: Duration) 
     server.block_on(async {
         let _ = tokio::time::timeout(Duration::from_secs(10), served).await;
     });
+    drop(server);
+
+    println!(
+        "\n{database}: rate limits, nc/list_mounts with a limit far above the throughput (every call checked, none refused)"
+    );
+    print_header();
+    let off = rate("nc/list_mounts");
+    for (name, lease) in [
+        ("limits on, leases of 100 ms", "100"),
+        ("limits on, a round trip per call", "0"),
+    ] {
+        let (on, bad) = list_mounts_with(
+            dir.path(),
+            database_url.as_deref(),
+            &limits_on(lease),
+            name,
+            &agent,
+            concurrency,
+            duration,
+        );
+        failed |= bad;
+        println!("{database}: {name} / limits off throughput: {:.2}", on / off);
+    }
     failed
 }

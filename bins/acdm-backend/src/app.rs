@@ -134,10 +134,7 @@ impl AppState {
             });
         let shutdown = CancellationToken::new();
         let stopped = CancellationToken::new();
-        let limiter = Arc::new(SharedLimiter::new(
-            store.clone(),
-            SharedLimiter::LEASE_WINDOW,
-        ));
+        let limiter = Arc::new(SharedLimiter::new(store.clone(), config.rate_lease));
         let limits: Arc<dyn RateLimiter> = limiter.clone();
         let mut registry = Registry::default();
         let mcp_metrics = McpMetrics::register(&mut registry);

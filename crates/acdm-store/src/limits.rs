@@ -189,9 +189,6 @@ pub struct SharedLimiter {
 }
 
 impl SharedLimiter {
-    /// The usual lease: about 100 ms of calls at the key's rate.
-    pub const LEASE_WINDOW: Duration = Duration::from_millis(100);
-
     /// A limiter whose buckets live in `store`, leasing about
     /// `lease_window` of calls at a time (`Duration::ZERO`: one call per
     /// round trip, for measuring what leasing saves).

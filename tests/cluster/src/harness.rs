@@ -212,6 +212,9 @@ pub(crate) struct Cluster {
     pub(crate) root: PathBuf,
     /// What every replica's environment holds (but its listen address).
     env: Vec<(String, String)>,
+    /// Settings a check gives the replicas on top of `env` until it
+    /// restarts them without ([`Cluster::restart_all_with`]).
+    extra: Vec<(String, String)>,
     db: Database,
     /// The WebDAV server.
     pub(crate) dav: WebDav,
@@ -286,6 +289,7 @@ impl Cluster {
             backend: spec.backend.clone(),
             root: spec.root.clone(),
             env,
+            extra: Vec::new(),
             db,
             dav,
             replicas,
@@ -362,11 +366,35 @@ impl Cluster {
         command
             .arg("serve")
             .env_clear()
-            .envs(self.env.iter().cloned());
+            .envs(self.env.iter().cloned())
+            .envs(self.extra.iter().cloned());
         let replica = self.replica_mut(index)?;
         command.env("ACDM_LISTEN_ADDR", replica.addr.to_string());
         let process = Process::spawn(&format!("replica {index}"), command, &replica.log)?;
         replica.process = Some(process);
+        Ok(())
+    }
+
+    /// Stops every replica (SIGINT: no pre-stop delay, in-flight requests
+    /// finish) and starts them again with `settings` on top of the
+    /// cluster's own (an empty list restores those), ready and in the
+    /// balancer's rotation.
+    pub(crate) async fn restart_all_with(&mut self, settings: &[(&str, &str)]) -> Result<()> {
+        for index in 0..self.replicas.len() {
+            if self.is_running(index) {
+                self.signal(index, Signal::INT)?;
+            }
+        }
+        for index in 0..self.replicas.len() {
+            if !self.wait_exit(index, Duration::from_secs(30)).await? {
+                bail!("replica {index} did not stop on SIGINT within 30 s");
+            }
+        }
+        self.extra = settings
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        self.ensure_running().await?;
         Ok(())
     }
 

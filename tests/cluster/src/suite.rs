@@ -51,10 +51,24 @@ struct Check {
 }
 
 /// Settings every replica of the suite's cluster gets (before any
-/// `--set` of the command line, which wins). Empty: the suite runs the
-/// defaults, as a deployment would; a check that needs a setting (a
-/// per-agent rate limit, say) adds it here.
-pub(crate) const SETTINGS: &[(&str, &str)] = &[];
+/// `--set` of the command line, which wins). The defaults, as a
+/// deployment runs them, except the rate limits: the load of the crash
+/// and drain checks is one agent and its tools far beyond any real
+/// agent's rate. The rate-limit check restarts the replicas with limits
+/// ([`RATE_LIMITED`]).
+pub(crate) const SETTINGS: &[(&str, &str)] = &[
+    ("ACDM_BFF_RATE_PER_MINUTE", "0"),
+    ("ACDM_BFF_WRITE_RATE_PER_MINUTE", "0"),
+    ("ACDM_MCP_TOOL_RATE_PER_MINUTE", "0"),
+];
+
+/// The limit the rate-limit check sets: 20 calls a second per agent,
+/// bursts of 20.
+const RATE_LIMIT_PER_SECOND: f64 = 20.0;
+const RATE_LIMITED: &[(&str, &str)] = &[
+    ("ACDM_BFF_RATE_PER_MINUTE", "1200"),
+    ("ACDM_BFF_RATE_BURST", "20"),
+];
 
 /// The suite, in order. Checks that stop replicas come last.
 ///
@@ -79,6 +93,10 @@ const CHECKS: &[Check] = &[
     Check {
         name: "one agent's calls through the balancer are spread over every replica (±10 % of an even share)",
         run: |c, r| Box::pin(one_agents_calls_are_spread_over_every_replica(c, r)),
+    },
+    Check {
+        name: "one agent driven at twice its rate through the balancer gets its configured rate (±10 %) from three replicas together, each answering its share",
+        run: |c, r| Box::pin(an_agents_rate_limit_holds_for_the_deployment(c, r)),
     },
     Check {
         name: "an unmount through one replica is obeyed by every replica within 2 s",
@@ -581,6 +599,79 @@ async fn one_agents_calls_are_spread_over_every_replica(
         );
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// A rate limit that holds for the deployment.
+
+async fn an_agents_rate_limit_holds_for_the_deployment(
+    cluster: &mut Cluster,
+    report: &mut Report,
+) -> Result<()> {
+    const DRIVEN: f64 = 2.0 * RATE_LIMIT_PER_SECOND;
+    const SECONDS: u64 = 10;
+    cluster.restart_all_with(RATE_LIMITED).await?;
+    let outcome = async {
+        let target = Target::new(cluster, &cluster.balancer_url())?;
+        // The burst is spent first: what is measured is the steady rate.
+        let warm = load::drive_at_rate(&target, AGENT, DRIVEN, Duration::from_secs(2), "warm").await;
+        ensure!(
+            warm.iter().any(|r| r.failure.as_deref().is_some_and(|f| f.starts_with("rate_limited"))),
+            "driving at twice the rate was never limited: are the limits on?"
+        );
+        let mark = cluster.nginx.log.mark();
+        let records = load::drive_at_rate(
+            &target,
+            AGENT,
+            DRIVEN,
+            Duration::from_secs(SECONDS),
+            "rate",
+        )
+        .await;
+        let probes: Vec<&str> = records.iter().map(|r| r.probe.as_str()).collect();
+        let lines = cluster
+            .nginx
+            .log
+            .wait_for_probes(mark, &probes, Duration::from_secs(5))
+            .await;
+        let tallies = load::per_replica(cluster, &lines, probes.iter().copied());
+        let admitted = records.iter().filter(|r| r.failure.is_none()).count();
+        let limited = records
+            .iter()
+            .filter(|r| r.failure.as_deref().is_some_and(|f| f.starts_with("rate_limited")))
+            .count();
+        let other = records.len() - admitted - limited;
+        let expected = RATE_LIMIT_PER_SECOND * SECONDS as f64;
+        let n = cluster.replicas.len();
+        let shown: Vec<String> = (0..n)
+            .map(|i| {
+                let t = tallies.get(&Some(i)).cloned().unwrap_or_default();
+                format!("{} ok, {} limited", t.ok, t.limited)
+            })
+            .collect();
+        report.figure(
+            "rate-limit accuracy across replicas",
+            format!(
+                "{admitted} admitted of {} sent at {DRIVEN}/s for {SECONDS} s with a limit of {RATE_LIMIT_PER_SECOND}/s: {:.1} % of the configured {expected}; per replica {}",
+                records.len(),
+                100.0 * admitted as f64 / expected,
+                replicas_list(&shown)
+            ),
+        );
+        ensure!(other == 0, "{other} calls failed otherwise");
+        ensure!(
+            (admitted as f64 - expected).abs() <= expected * 0.10,
+            "{admitted} calls admitted, the limit allows {expected} (±10 %)"
+        );
+        for i in 0..n {
+            let t = tallies.get(&Some(i)).cloned().unwrap_or_default();
+            ensure!(t.ok > 0, "replica {i} admitted nothing: the limit was not shared");
+        }
+        Ok(())
+    }
+    .await;
+    cluster.restart_all_with(&[]).await?;
+    outcome
 }
 
 // ---------------------------------------------------------------------------

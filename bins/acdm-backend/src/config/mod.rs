@@ -274,6 +274,11 @@ settings! {
         /// Calls of one MCP tool at once after a quiet spell (1–1000000).
         mcp_tool_rate_burst: u32 = "ACDM_MCP_TOOL_RATE_BURST", default "300",
             number::<u32>(1..=1_000_000);
+        /// How much of a rate a server takes from the shared bucket at once, in milliseconds of
+        /// calls at that rate (0–1000; at least one call, at most half the burst): fewer database
+        /// round trips the higher, calls leased but unused within a second are lost. 0: one round
+        /// trip per call.
+        rate_lease: Duration = "ACDM_RATE_LIMIT_LEASE_MILLIS", default "100", Millis(0..=1000);
         /// `json` (one object per line), `pretty`, or `auto`: pretty on a terminal, JSON otherwise.
         /// Logs go to standard error.
         log_format: LogFormat = "ACDM_LOG_FORMAT", default "auto", LogFormats;
