@@ -202,7 +202,7 @@ async fn provisioning_through_the_api_takes_effect_for_the_resolver_at_once() {
         .resolve(&agent)
         .await
         .expect("seen at once");
-    assert_eq!(resolved.slug.as_str(), "alpha");
+    assert_eq!(resolved.project.slug.as_str(), "alpha");
 
     let shown = app
         .send(Req::get("/admin/projects/alpha").headers(&h))
@@ -399,6 +399,7 @@ async fn a_move_made_on_one_server_reaches_another_within_seconds() {
             .resolve(&agent)
             .await
             .unwrap()
+            .project
             .slug
             .as_str(),
         "alpha"
@@ -424,7 +425,15 @@ async fn a_move_made_on_one_server_reaches_another_within_seconds() {
     // 10 s, far under the TTL the cache alone would take.
     tokio::time::timeout(Duration::from_secs(10), async {
         let resolver = &second.state.resolver;
-        while resolver.resolve(&agent).await.unwrap().slug.as_str() != "beta" {
+        while resolver
+            .resolve(&agent)
+            .await
+            .unwrap()
+            .project
+            .slug
+            .as_str()
+            != "beta"
+        {
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
     })

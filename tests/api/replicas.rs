@@ -469,3 +469,170 @@ async fn readiness_fails_naming_the_lock_while_another_process_holds_the_databas
     drop(holder);
     app.stop().await;
 }
+
+/// Two servers on one database: SQLite (one data folder) always, and
+/// PostgreSQL (a schema of its own) when `ACDM_TEST_DATABASE_URL` is set.
+/// On PostgreSQL the servers poll only every minute, so what reaches the
+/// other server within seconds was announced.
+async fn two_servers_on_one_database() -> Vec<(&'static str, TestApp, TestApp, Option<DropSchema>)>
+{
+    let mut pairs = Vec::new();
+    let a = spawn_app(Options::default()).await;
+    let b = spawn_app(Options {
+        data_dir: Some(a.data_dir.clone()),
+        ..Options::default()
+    })
+    .await;
+    pairs.push(("sqlite", a, b, None));
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a test: CI names its PostgreSQL in the environment"
+    )]
+    if let Ok(admin_url) = std::env::var("ACDM_TEST_DATABASE_URL")
+        && !admin_url.trim().is_empty()
+    {
+        use sqlx::{Connection, Executor};
+        let schema = format!("acdm_api_{}", uuid::Uuid::new_v4().simple());
+        let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+        admin
+            .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+            .await
+            .unwrap();
+        let separator = if admin_url.contains('?') { '&' } else { '?' };
+        let url = format!("{admin_url}{separator}options=-c%20search_path%3D{schema}");
+        let env = || {
+            vec![
+                ("DATABASE_URL", url.clone()),
+                ("ACDM_SCOPE_POLL_MILLIS", "60000".to_owned()),
+            ]
+        };
+        let a = spawn_app(Options {
+            extra_env: env(),
+            ..Options::default()
+        })
+        .await;
+        let b = spawn_app(Options {
+            extra_env: env(),
+            ..Options::default()
+        })
+        .await;
+        pairs.push(("postgres", a, b, Some(DropSchema { admin_url, schema })));
+    }
+    pairs
+}
+
+/// A PostgreSQL schema to drop once its servers stopped.
+struct DropSchema {
+    admin_url: String,
+    schema: String,
+}
+
+impl DropSchema {
+    async fn drop_now(self) {
+        use sqlx::{Connection, Executor};
+        let mut admin = sqlx::PgConnection::connect(&self.admin_url).await.unwrap();
+        admin
+            .execute(sqlx::AssertSqlSafe(format!(
+                "DROP SCHEMA IF EXISTS {} CASCADE",
+                self.schema
+            )))
+            .await
+            .unwrap();
+    }
+}
+
+/// Sends an nc write as `project-alpha` until it answers `code` (10 s at
+/// most).
+async fn until_write_answers(app: &TestApp, agent: &[(&str, &str); 4], code: &str, what: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = app
+            .send(
+                Req::new("POST", "/agent-tools/nc/write")
+                    .headers(agent)
+                    .json(r#"{"rel_path":"notes/cache.md","content":"x"}"#),
+            )
+            .await;
+        let got = r.json()["code"].as_str().unwrap_or_default().to_owned();
+        if got == code {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: still {got} after 10 s: {}",
+            r.body
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_role_or_mount_change_through_one_server_is_obeyed_by_the_other_without_a_restart() {
+    for (database, a, b, schema) in two_servers_on_one_database().await {
+        let agent = alpha_with_writes(&a, 0).await;
+        // B serves (and caches) the member's scope.
+        until_write_answers(&b, &agent, "ok", database).await;
+        // Demoted to viewer through A: A refuses at once, B once the change
+        // reaches it.
+        let r = a
+            .send(
+                Req::new("POST", "/admin/projects/alpha/members")
+                    .headers(&crate::admin::admin_headers())
+                    .json(r#"{"user_id":"u-1","role":"viewer"}"#),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let now = a
+            .send(
+                Req::new("POST", "/agent-tools/nc/write")
+                    .headers(&agent)
+                    .json(r#"{"rel_path":"notes/cache.md","content":"x"}"#),
+            )
+            .await;
+        assert_eq!(
+            now.json()["code"],
+            "permission_denied",
+            "{database}: {}",
+            now.body
+        );
+        until_write_answers(&b, &agent, "permission_denied", database).await;
+        // A member again, then the mount made read-only through A.
+        for (path, body) in [
+            (
+                "/admin/projects/alpha/members",
+                r#"{"user_id":"u-1","role":"member"}"#,
+            ),
+            (
+                "/admin/projects/alpha/mounts",
+                r#"{"name":"project","writable":false}"#,
+            ),
+        ] {
+            let r = a
+                .send(
+                    Req::new("POST", path)
+                        .headers(&crate::admin::admin_headers())
+                        .json(body),
+                )
+                .await;
+            assert_eq!(r.status, 200, "{path}: {}", r.body);
+        }
+        let now = a
+            .send(
+                Req::new("POST", "/agent-tools/nc/write")
+                    .headers(&agent)
+                    .json(r#"{"rel_path":"notes/cache.md","content":"x"}"#),
+            )
+            .await;
+        let message = now.json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(message.contains("read-only"), "{database}: {}", now.body);
+        until_write_answers(&b, &agent, "permission_denied", database).await;
+        a.stop().await;
+        b.stop().await;
+        if let Some(schema) = schema {
+            schema.drop_now().await;
+        }
+    }
+}

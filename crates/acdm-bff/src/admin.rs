@@ -235,6 +235,10 @@ async fn set_member(
         .store
         .set_member(&slug, &body.user_id, body.role)
         .await?;
+    // Roles are cached with each agent's scope: this server follows at
+    // once, the others when the scope epoch (moved by the change) reaches
+    // them.
+    state.resolver.reset();
     let message = format!("`{}` is {} of `{slug}`", member.user_id, member.role);
     ok(
         Changed {
@@ -252,6 +256,7 @@ async fn remove_member(
     let slug = slug_param(&slug)?;
     let user_id = path_param("user_id", &user_id, UserId::parse)?;
     state.store.remove_member(&slug, &user_id).await?;
+    state.resolver.reset();
     ok(
         serde_json::json!({ "user_id": user_id }),
         format!("`{user_id}` removed from `{slug}`"),
@@ -288,6 +293,7 @@ async fn set_mount(
             &state.files_base,
         )
         .await?;
+    state.resolver.reset();
     let message = format!(
         "mount `{}` of `{slug}` is {} ({})",
         mount.name,

@@ -269,7 +269,7 @@ impl Ctx {
     fn record(&self, target: String, params: serde_json::Value) -> Record<'_> {
         Record {
             actor: &self.actor,
-            project: &self.caller.project,
+            project: self.caller.project(),
             target,
             params,
         }
@@ -280,7 +280,7 @@ impl Ctx {
     }
 
     fn project(&self) -> acdm_core::domain::ProjectId {
-        self.caller.project.id
+        self.caller.project().id
     }
 
     /// Writes that touch files obey the kill switch for agents' file writes.
@@ -303,8 +303,9 @@ impl Ctx {
             .ok_or_else(|| meeting_not_found(id))
     }
 
+    /// The project's mounts, from the caller's cached scope.
     async fn mounts(&self) -> Result<Vec<Mount>, Failure> {
-        Ok(self.state.store.project_mounts(self.project()).await?)
+        Ok(self.caller.mounts().to_vec())
     }
 
     /// Where a meeting file lives in the file store.
@@ -1194,7 +1195,7 @@ impl Ctx {
     }
 
     async fn get_project_meta(&self, _body: EmptyRequest) -> Reply {
-        let meta = self.state.store.project_meta(&self.caller.project).await?;
+        let meta = self.state.store.project_meta(self.caller.project()).await?;
         let message = format!("project \"{}\" is {}", meta.name, meta.status);
         ok(meta, message)
     }

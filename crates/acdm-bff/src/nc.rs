@@ -168,12 +168,10 @@ async fn body<T: DeserializeOwned>(req: Request) -> Result<T, Failure> {
 // ---- the operations -------------------------------------------------------
 
 impl Ctx {
+    /// The project's mounts, from the caller's cached scope (no database
+    /// round trip).
     async fn mounts(&self) -> Result<Vec<Mount>, Failure> {
-        Ok(self
-            .state
-            .store
-            .project_mounts(self.caller.project.id)
-            .await?)
+        Ok(self.caller.mounts().to_vec())
     }
 
     async fn mount(&self, name: Option<&str>) -> Result<Mount, Failure> {
@@ -182,17 +180,19 @@ impl Ctx {
             Some(raw) => MountName::parse(raw),
         }
         .map_err(|e| invalid_field("mount", e.to_string()))?;
-        let mounts = self.mounts().await?;
-        let names: Vec<&str> = mounts.iter().map(|m| m.name.as_str()).collect();
-        let listed = names.join(", ");
+        let mounts = self.caller.mounts();
         mounts
             .iter()
             .find(|m| m.name == name)
             .cloned()
             .ok_or_else(|| {
+                let names: Vec<&str> = mounts.iter().map(|m| m.name.as_str()).collect();
                 Failure::new(
                     ErrorCode::NotFound,
-                    format!("this project has no mount `{name}`; its mounts are: {listed}"),
+                    format!(
+                        "this project has no mount `{name}`; its mounts are: {}",
+                        names.join(", ")
+                    ),
                 )
             })
     }
@@ -265,7 +265,7 @@ impl Ctx {
             if let Some(file) = self
                 .state
                 .store
-                .attachment_at_or_under(self.caller.project.id, mount.name.as_str(), &rel)
+                .attachment_at_or_under(self.caller.project().id, mount.name.as_str(), &rel)
                 .await?
             {
                 let (what, action) = if file.rel_path.trim_end_matches('/') == rel {
@@ -324,7 +324,7 @@ impl Ctx {
     fn record(&self, target: String, params: serde_json::Value) -> Record<'_> {
         Record {
             actor: &self.actor,
-            project: &self.caller.project,
+            project: self.caller.project(),
             target,
             params,
         }

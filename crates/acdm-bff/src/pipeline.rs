@@ -13,11 +13,12 @@ use std::sync::Arc;
 
 use acdm_core::business::Access;
 use acdm_core::business::wire::BusinessOp;
-use acdm_core::domain::{MemberRole, ProjectRef};
+use acdm_core::domain::{MemberRole, Mount, ProjectRef};
 use acdm_core::events::Actor;
 use acdm_core::limit::{Admission, Rate, RateLimiter};
 use acdm_core::nc::NcOp;
 use acdm_core::project::ProjectOp;
+use acdm_core::scope::Scope;
 use acdm_core::{ErrorCode, Identity, IdentityError, ScopeResolver, headers};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -131,8 +132,9 @@ fn writes(path: &str) -> bool {
 pub struct Caller {
     /// Who is calling.
     pub identity: Identity,
-    /// The project the agent manages.
-    pub project: ProjectRef,
+    /// The agent's project with its mounts and members, as the resolver
+    /// caches it (shared, not copied, per call).
+    pub scope: Arc<Scope>,
     /// The acting user's role in it: their membership's, or `member` for a
     /// non-member when membership is not required; `None` for a non-member
     /// when it is.
@@ -140,6 +142,16 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// The project the agent manages.
+    pub fn project(&self) -> &ProjectRef {
+        &self.scope.project
+    }
+
+    /// The project's mounts.
+    pub fn mounts(&self) -> &[Mount] {
+        &self.scope.mounts
+    }
+
     /// The via_agent actor every write of this call is attributed to.
     pub fn actor(&self) -> Actor {
         Actor::via_agent(&self.identity)
@@ -150,7 +162,7 @@ impl Caller {
     /// message (`delete a meeting`).
     pub fn allow(&self, access: Access, what: &str) -> Result<(), Failure> {
         let user = self.identity.user_id();
-        let project = &self.project.slug;
+        let project = &self.project().slug;
         match self.role {
             None => Err(Failure::new(
                 ErrorCode::PermissionDenied,
@@ -233,11 +245,11 @@ pub async fn agent_pipeline(
     span.record("agent", identity.agent_name().as_str());
     span.record("user", identity.user_id().as_str());
     span.record("thread", identity.thread_id().as_str());
-    let project = match state.resolver.resolve(identity.agent_name()).await {
-        Ok(project) => project,
+    let scope = match state.resolver.resolve(identity.agent_name()).await {
+        Ok(scope) => scope,
         Err(error) => return Failure::from(error).into_response(),
     };
-    span.record("project", project.slug.as_str());
+    span.record("project", scope.project.slug.as_str());
     if let Err(refused) = state
         .limits
         .admit(identity.agent_name().as_str(), writes(req.uri().path()))
@@ -245,19 +257,15 @@ pub async fn agent_pipeline(
     {
         return refused;
     }
-    let role = match state
-        .store
-        .member_role(project.id, identity.user_id())
-        .await
-    {
-        Ok(Some(role)) => Some(role),
-        Ok(None) if !state.require_membership => Some(MemberRole::Member),
-        Ok(None) => None,
-        Err(error) => return Failure::from(error).into_response(),
+    // From the cached scope: no database round trip.
+    let role = match scope.role_of(identity.user_id()) {
+        Some(role) => Some(role),
+        None if !state.require_membership => Some(MemberRole::Member),
+        None => None,
     };
     req.extensions_mut().insert(Caller {
         identity,
-        project,
+        scope,
         role,
     });
     next.run(req).await

@@ -234,7 +234,7 @@ struct Ctx {
 impl Ctx {
     async fn overview(&self, _body: EmptyRequest) -> Reply {
         let store = &self.state.store;
-        let project = self.caller.project.id;
+        let project = self.caller.project().id;
         let now = store.now();
         // The stamp is read before the parts, so a snapshot is never older
         // than the stamp it is kept with.
@@ -282,8 +282,8 @@ impl Ctx {
         now: DateTime<Utc>,
     ) -> Result<Snapshot, Failure> {
         let store = &self.state.store;
-        let project = self.caller.project.id;
-        let meta = store.project_meta(&self.caller.project).await?;
+        let project = self.caller.project().id;
+        let meta = store.project_meta(self.caller.project()).await?;
         let milestones = store.milestones(project).await?;
         let upcoming_meetings = store
             .upcoming_meetings(
@@ -324,7 +324,7 @@ impl Ctx {
 
     async fn sow(&self, _body: EmptyRequest) -> Reply {
         let store = &self.state.store;
-        let project = self.caller.project.id;
+        let project = self.caller.project().id;
         let sow = store.sow(project).await?;
         let milestones = store.milestones(project).await?;
         let message = if sow.summary.is_empty() && sow.deliverables.is_empty() {
@@ -355,7 +355,7 @@ impl Ctx {
             ));
         }
         let store = &self.state.store;
-        let project = self.caller.project.id;
+        let project = self.caller.project().id;
         let milestones = store.milestones(project).await?;
         let current = milestones
             .iter()
@@ -396,7 +396,7 @@ impl Ctx {
             Some(RowImage::Milestone(current.clone())),
             Some(RowImage::Milestone(done.clone())),
         )];
-        let meta = store.project_meta(&self.caller.project).await?;
+        let meta = store.project_meta(self.caller.project()).await?;
         let mut project_status = meta.status;
         match &next {
             Some(next) => {
@@ -431,7 +431,7 @@ impl Ctx {
             .change(
                 Record {
                     actor: &self.actor,
-                    project: &self.caller.project,
+                    project: self.caller.project(),
                     target: format!("milestone:{}", current.seq),
                     params,
                 },

@@ -2,13 +2,19 @@
 //!
 //! The LLM never chooses the project. The project is looked up from the
 //! agent's name in the authoritative mount table (behind the
-//! [`ProjectDirectory`] port) and cached briefly in process:
+//! [`ProjectDirectory`] port) together with what every call of that agent
+//! needs of it — its mounts and its members' roles — as one [`Scope`], and
+//! cached briefly in process, so a read costs no database round trip:
 //!
 //! - only hits are cached (5 minutes by default), so a newly provisioned
 //!   agent is seen on its very next call;
 //! - [`ScopeResolver::invalidate`] and [`ScopeResolver::reset`] drop entries
 //!   at once, and a lookup that was already in flight when they ran cannot
-//!   put its (possibly stale) answer back into the cache.
+//!   put its (possibly stale) answer back into the cache;
+//! - the store moves one epoch with every change of agent mounts, mounts and
+//!   members, and every server resets its resolver when it moves (announced
+//!   by PostgreSQL, polled as the fallback), so a revoked mount or role is
+//!   obeyed within the revocation bound, not the TTL.
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -19,21 +25,52 @@ use async_trait::async_trait;
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 
-use crate::domain::ProjectRef;
-use crate::names::AgentName;
+use std::collections::HashMap;
+
+use crate::domain::{MemberRole, Mount, ProjectRef};
+use crate::names::{AgentName, UserId};
 
 /// Default lifetime of a cached hit.
 pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(300);
+
+/// An agent's project and what its calls need of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    /// The project the agent manages.
+    pub project: ProjectRef,
+    /// The project's mounts, by name.
+    pub mounts: Vec<Mount>,
+    /// Each member's role.
+    members: HashMap<UserId, MemberRole>,
+}
+
+impl Scope {
+    /// The scope of `project` with its `mounts` and `members`.
+    pub fn new(
+        project: ProjectRef,
+        mounts: Vec<Mount>,
+        members: impl IntoIterator<Item = (UserId, MemberRole)>,
+    ) -> Self {
+        Self {
+            project,
+            mounts,
+            members: members.into_iter().collect(),
+        }
+    }
+
+    /// `user`'s role in the project; `None` when not a member.
+    pub fn role_of(&self, user: &UserId) -> Option<MemberRole> {
+        self.members.get(user).copied()
+    }
+}
 
 /// The authoritative source of agent → project mappings (implemented by the
 /// store over the `agent_mounts` table).
 #[async_trait]
 pub trait ProjectDirectory: Send + Sync {
-    /// The project for which `agent` is the active (not unmounted) manager.
-    async fn manager_project(
-        &self,
-        agent: &AgentName,
-    ) -> Result<Option<ProjectRef>, DirectoryError>;
+    /// The scope of the project for which `agent` is the active (not
+    /// unmounted) manager.
+    async fn manager_scope(&self, agent: &AgentName) -> Result<Option<Scope>, DirectoryError>;
 }
 
 /// The directory could not answer (for example the database is down).
@@ -125,7 +162,7 @@ impl Clock for ManualClock {
 #[derive(Debug, Clone)]
 struct Slot {
     generation: u64,
-    value: Option<(ProjectRef, Instant)>,
+    value: Option<(Arc<Scope>, Instant)>,
 }
 
 /// Resolves an agent's project through a [`ProjectDirectory`], caching hits.
@@ -172,37 +209,39 @@ impl ScopeResolver {
         }
     }
 
-    /// The project `agent` manages. Misses and errors are never cached.
-    pub async fn resolve(&self, agent: &AgentName) -> Result<ProjectRef, ScopeError> {
+    /// The scope of the project `agent` manages. Misses and errors are
+    /// never cached.
+    pub async fn resolve(&self, agent: &AgentName) -> Result<Arc<Scope>, ScopeError> {
         if let Some(hit) = self.cached(agent) {
             return Ok(hit);
         }
         let started_at = self.generation.load(Ordering::Acquire);
-        let found = self.directory.manager_project(agent).await?;
-        let Some(project) = found else {
+        let found = self.directory.manager_scope(agent).await?;
+        let Some(scope) = found else {
             return Err(ScopeError::NotProvisioned {
                 agent: agent.clone(),
             });
         };
-        self.store(agent, &project, started_at);
-        Ok(project)
+        let scope = Arc::new(scope);
+        self.store(agent, &scope, started_at);
+        Ok(scope)
     }
 
-    fn cached(&self, agent: &AgentName) -> Option<ProjectRef> {
+    fn cached(&self, agent: &AgentName) -> Option<Arc<Scope>> {
         let slot = self.slots.get(agent)?;
-        let (project, stored_at) = slot.value.as_ref()?;
+        let (scope, stored_at) = slot.value.as_ref()?;
         let fresh = self.clock.now().saturating_duration_since(*stored_at) < self.ttl;
-        fresh.then(|| project.clone())
+        fresh.then(|| scope.clone())
     }
 
     /// Caches `project` unless an invalidation of this agent, or a reset,
     /// happened after the lookup started. The check and the write happen
     /// under the slot's lock, which invalidation also takes.
-    fn store(&self, agent: &AgentName, project: &ProjectRef, started_at: u64) {
+    fn store(&self, agent: &AgentName, scope: &Arc<Scope>, started_at: u64) {
         if self.reset_generation.load(Ordering::Acquire) > started_at {
             return;
         }
-        let value = Some((project.clone(), self.clock.now()));
+        let value = Some((scope.clone(), self.clock.now()));
         match self.slots.entry(agent.clone()) {
             Entry::Occupied(mut occupied) => {
                 if occupied.get().generation <= started_at {
@@ -285,15 +324,18 @@ mod tests {
 
     #[async_trait]
     impl ProjectDirectory for FakeDirectory {
-        async fn manager_project(
-            &self,
-            agent: &AgentName,
-        ) -> Result<Option<ProjectRef>, DirectoryError> {
+        async fn manager_scope(&self, agent: &AgentName) -> Result<Option<Scope>, DirectoryError> {
             self.lookups.fetch_add(1, Ordering::SeqCst);
             if self.fail.load(Ordering::SeqCst) {
                 return Err(DirectoryError::new("database is down"));
             }
-            let answer = self.managers.lock().unwrap().get(agent.as_str()).cloned();
+            let answer = self
+                .managers
+                .lock()
+                .unwrap()
+                .get(agent.as_str())
+                .cloned()
+                .map(|project| Scope::new(project, Vec::new(), []));
             let hook = self.during_lookup.lock().unwrap().take();
             if let Some(hook) = hook {
                 hook();
@@ -336,7 +378,10 @@ mod tests {
         );
         let alpha = project("alpha");
         dir.mount("project-alpha", &alpha);
-        assert_eq!(block_on(resolver.resolve(&a)).unwrap(), alpha);
+        assert_eq!(
+            block_on(resolver.resolve(&a)).unwrap().project.clone(),
+            alpha
+        );
         assert_eq!(dir.lookups(), 2);
     }
 
@@ -437,11 +482,21 @@ mod tests {
         let a = agent("project-alpha");
         let (alpha, beta) = (project("alpha"), project("beta"));
         dir.mount("project-alpha", &alpha);
-        assert_eq!(block_on(resolver.resolve(&a)).unwrap(), alpha);
+        assert_eq!(
+            block_on(resolver.resolve(&a)).unwrap().project.clone(),
+            alpha
+        );
         dir.mount("project-alpha", &beta);
-        assert_eq!(block_on(resolver.resolve(&a)).unwrap(), alpha, "cached");
+        assert_eq!(
+            block_on(resolver.resolve(&a)).unwrap().project.clone(),
+            alpha,
+            "cached"
+        );
         resolver.invalidate(&a);
-        assert_eq!(block_on(resolver.resolve(&a)).unwrap(), beta);
+        assert_eq!(
+            block_on(resolver.resolve(&a)).unwrap().project.clone(),
+            beta
+        );
     }
 
     #[test]
@@ -455,7 +510,7 @@ mod tests {
                 std::thread::spawn(move || {
                     for _ in 0..200 {
                         let a = agent("project-alpha");
-                        let p = block_on(r.resolve(&a)).unwrap();
+                        let p = block_on(r.resolve(&a)).unwrap().project.clone();
                         assert_eq!(p.slug.as_str(), "alpha");
                         if i == 0 {
                             r.invalidate(&a);

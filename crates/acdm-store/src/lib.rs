@@ -26,8 +26,7 @@ mod provisioning;
 mod watch;
 
 use acdm_core::AgentName;
-use acdm_core::domain::ProjectRef;
-use acdm_core::scope::{DirectoryError, ProjectDirectory};
+use acdm_core::scope::{DirectoryError, ProjectDirectory, Scope};
 use async_trait::async_trait;
 
 pub use business::{CalendarItem, Page};
@@ -165,13 +164,27 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The scope of the project `agent` manages: the project, its mounts
+    /// and its members' roles (what the scope resolver caches).
+    pub async fn manager_scope(&self, agent: &AgentName) -> Result<Option<Scope>, StoreError> {
+        let Some(project) = self.manager_project(agent).await? else {
+            return Ok(None);
+        };
+        let mounts = self.project_mounts(project.id).await?;
+        let members = self.members_info(project.id).await?;
+        Ok(Some(Scope::new(
+            project,
+            mounts,
+            members.into_iter().map(|m| (m.user_id, m.role)),
+        )))
+    }
+}
+
 #[async_trait]
 impl ProjectDirectory for Store {
-    async fn manager_project(
-        &self,
-        agent: &AgentName,
-    ) -> Result<Option<ProjectRef>, DirectoryError> {
-        Store::manager_project(self, agent)
+    async fn manager_scope(&self, agent: &AgentName) -> Result<Option<Scope>, DirectoryError> {
+        Store::manager_scope(self, agent)
             .await
             .map_err(DirectoryError::new)
     }

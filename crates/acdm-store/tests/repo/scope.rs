@@ -26,7 +26,7 @@ async fn a_newly_provisioned_agent_is_resolved_at_once_after_a_miss() {
             .unwrap();
         db.store.mount_agent(&a, &slug("alpha")).await.unwrap();
         let hit = resolver.resolve(&a).await.unwrap();
-        assert_eq!(hit.slug.as_str(), "alpha", "{}", db.name);
+        assert_eq!(hit.project.slug.as_str(), "alpha", "{}", db.name);
         db.finish().await;
     }
 }
@@ -65,7 +65,7 @@ async fn an_unmount_reaches_every_server_within_seconds_not_the_ttl() {
             servers.push((resolver, watcher));
         }
         for (r, w) in &mut servers {
-            assert_eq!(r.resolve(&a).await.unwrap().slug.as_str(), "alpha");
+            assert_eq!(r.resolve(&a).await.unwrap().project.slug.as_str(), "alpha");
             assert_eq!(r.cached_len(), 1, "warm cache");
             assert!(matches!(
                 w.poll_once().await.unwrap(),
@@ -85,7 +85,7 @@ async fn an_unmount_reaches_every_server_within_seconds_not_the_ttl() {
         db.store.mount_agent(&a, &slug("beta")).await.unwrap();
         for (r, w) in &mut servers {
             assert_eq!(
-                r.resolve(&a).await.unwrap().slug.as_str(),
+                r.resolve(&a).await.unwrap().project.slug.as_str(),
                 "alpha",
                 "cached"
             );
@@ -96,7 +96,7 @@ async fn an_unmount_reaches_every_server_within_seconds_not_the_ttl() {
             );
             assert_eq!(r.cached_len(), 0);
             assert_eq!(
-                r.resolve(&a).await.unwrap().slug.as_str(),
+                r.resolve(&a).await.unwrap().project.slug.as_str(),
                 "beta",
                 "{}: move seen after one round",
                 db.name
@@ -190,6 +190,88 @@ async fn postgresql_announces_agent_mount_and_switch_changes_to_every_listener()
         // The listener holds a connection of the pool, which closes only
         // once it is back.
         drop(changes);
+        db.finish().await;
+    }
+}
+
+#[tokio::test]
+async fn a_role_or_mount_change_anywhere_reaches_every_servers_cached_scope() {
+    use acdm_core::domain::MemberRole;
+    for db in migrated().await {
+        db.store
+            .create_project(&slug("alpha"), &name("Alpha"), &base())
+            .await
+            .unwrap();
+        let a = agent("project-alpha");
+        db.store.mount_agent(&a, &slug("alpha")).await.unwrap();
+        let u = crate::harness::user("u-1");
+        db.store
+            .set_member(&slug("alpha"), &u, MemberRole::Member)
+            .await
+            .unwrap();
+        // A server with its own pool, cache and watcher.
+        let server = db.open_again().await;
+        let resolver = Arc::new(ScopeResolver::new(
+            Arc::new(server.clone()),
+            DEFAULT_CACHE_TTL,
+        ));
+        let mut watcher = ScopeWatcher::new(server, resolver.clone());
+        watcher.poll_once().await.unwrap();
+        let scope = resolver.resolve(&a).await.unwrap();
+        assert_eq!(scope.role_of(&u), Some(MemberRole::Member), "{}", db.name);
+        assert!(scope.mounts.iter().all(|m| m.writable), "{}", db.name);
+
+        // Another server (or the CLI) demotes the member: the epoch moves
+        // with it, so this server's next round drops its cached scope.
+        db.store
+            .set_member(&slug("alpha"), &u, MemberRole::Viewer)
+            .await
+            .unwrap();
+        assert_eq!(
+            resolver.resolve(&a).await.unwrap().role_of(&u),
+            Some(MemberRole::Member),
+            "{}: cached until the watcher sees the epoch move",
+            db.name
+        );
+        assert!(
+            matches!(
+                watcher.poll_once().await.unwrap(),
+                EpochCheck::Changed { .. }
+            ),
+            "{}",
+            db.name
+        );
+        assert_eq!(
+            resolver.resolve(&a).await.unwrap().role_of(&u),
+            Some(MemberRole::Viewer),
+            "{}",
+            db.name
+        );
+
+        // A mount made read-only, and a member removed: the same.
+        let project_mount = acdm_core::MountName::parse("project").unwrap();
+        db.store
+            .set_mount(&slug("alpha"), &project_mount, None, false, &base())
+            .await
+            .unwrap();
+        db.store.remove_member(&slug("alpha"), &u).await.unwrap();
+        assert!(
+            matches!(
+                watcher.poll_once().await.unwrap(),
+                EpochCheck::Changed { .. }
+            ),
+            "{}",
+            db.name
+        );
+        let scope = resolver.resolve(&a).await.unwrap();
+        assert!(scope.mounts.iter().all(|m| !m.writable), "{}", db.name);
+        assert_eq!(scope.role_of(&u), None, "{}", db.name);
+        // Nothing changed: the cache is kept.
+        assert!(
+            matches!(watcher.poll_once().await.unwrap(), EpochCheck::Unchanged(_)),
+            "{}",
+            db.name
+        );
         db.finish().await;
     }
 }
