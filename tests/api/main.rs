@@ -26,6 +26,7 @@ mod logs;
 mod mcp;
 mod nc;
 mod nc_scope;
+mod openapi;
 mod operator;
 mod project;
 mod sources;

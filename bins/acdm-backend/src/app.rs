@@ -215,6 +215,15 @@ async fn metrics(State(registry): State<Arc<Registry>>) -> Response {
     }
 }
 
+/// `GET /openapi.json`: the OpenAPI 3.1 document of the BFF and the
+/// operator API, generated from their types. Open: it describes the API,
+/// it holds no data.
+async fn openapi() -> Response {
+    let mut response = axum::Json(acdm_bff::openapi::document()).into_response();
+    response.extensions_mut().insert(http::Probe);
+    response
+}
+
 /// Adds the probes and the operator API to `routes` and puts everything
 /// under the global middleware. Outermost first: mark secret headers
 /// sensitive, request id, request span, panic guard, service gate, body
@@ -227,7 +236,8 @@ pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
             "/readyz",
             get(health::readyz).with_state(state.readiness.clone()),
         )
-        .route("/metrics", get(metrics).with_state(state.metrics.clone()));
+        .route("/metrics", get(metrics).with_state(state.metrics.clone()))
+        .route("/openapi.json", get(openapi));
     if let Some(admin_state) = &state.admin {
         routes = routes.merge(admin::router(admin_state.clone()));
     }

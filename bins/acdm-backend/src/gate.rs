@@ -32,7 +32,13 @@ use axum::response::Response;
 pub const SERVICE_AUTH: HeaderName = HeaderName::from_static("x-acdm-service-auth");
 
 /// Paths that answer without the service token, matched exactly.
-pub const OPEN_PATHS: &[&str] = &["/healthz", "/readyz", "/mcp/health", "/metrics"];
+pub const OPEN_PATHS: &[&str] = &[
+    "/healthz",
+    "/readyz",
+    "/mcp/health",
+    "/metrics",
+    "/openapi.json",
+];
 
 /// The exact refusal body of spec §3.1.
 pub const REFUSAL_BODY: &str = r#"{"error":"service auth failed"}"#;
@@ -144,6 +150,9 @@ mod tests {
         check("/readyz", PathClass::Open);
         check("/metrics", PathClass::Open);
         check("/metrics/", PathClass::Gated);
+        check("/openapi.json", PathClass::Open);
+        check("/openapi.json/", PathClass::Gated);
+        check("/OPENAPI.json", PathClass::Gated);
         check("/mcp/health", PathClass::Open);
         check("/mcp/health/", PathClass::Gated);
         check("/mcp/health/../x", PathClass::Gated);

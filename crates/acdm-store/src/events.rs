@@ -199,7 +199,7 @@ impl Default for EventFilter {
 }
 
 /// A run-time switch as an operator last set it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct SwitchState {
     /// On or off.
     pub enabled: bool,

@@ -575,7 +575,7 @@ pub struct ReportDetails {
 
 /// One business row as the journal keeps it: the before- or after-image of
 /// a write. A [`crate::events::Step::Row`] holds two of them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "table", rename_all = "snake_case", deny_unknown_fields)]
 pub enum RowImage {
     /// A meeting with its attendees.

@@ -86,6 +86,27 @@ impl BusinessOp {
         }
     }
 
+    /// The same schema as a subschema of `generator` (a `$ref` to its
+    /// definitions for named types), for documents that collect every
+    /// operation's types in one place (the OpenAPI document).
+    pub fn request_subschema(self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        match self {
+            Self::ListMeetings => generator.subschema_for::<ListMeetingsRequest>(),
+            Self::GetMeeting => generator.subschema_for::<MeetingRequest>(),
+            Self::CreateMeeting => generator.subschema_for::<CreateMeetingRequest>(),
+            Self::UpdateMeeting => generator.subschema_for::<UpdateMeetingRequest>(),
+            Self::DeleteMeeting => generator.subschema_for::<DeleteMeetingRequest>(),
+            Self::ListMeetingFiles => generator.subschema_for::<MeetingRequest>(),
+            Self::AttachMeetingFile => generator.subschema_for::<AttachMeetingFileRequest>(),
+            Self::DeleteMeetingFile => generator.subschema_for::<DeleteMeetingFileRequest>(),
+            Self::ListCalendar => generator.subschema_for::<ListCalendarRequest>(),
+            Self::ListReports => generator.subschema_for::<ListReportsRequest>(),
+            Self::GetReport => generator.subschema_for::<ReportRequest>(),
+            Self::UpdateReportStatus => generator.subschema_for::<UpdateReportStatusRequest>(),
+            Self::ListMembers | Self::GetProjectMeta => generator.subschema_for::<EmptyRequest>(),
+        }
+    }
+
     /// The JSON Schema of the `data` of its success.
     pub fn data_schema(self) -> schemars::Schema {
         match self {
@@ -103,6 +124,30 @@ impl BusinessOp {
             Self::UpdateReportStatus => schemars::schema_for!(ReportStatusData),
             Self::ListMembers => schemars::schema_for!(Paged<MemberInfo>),
             Self::GetProjectMeta => schemars::schema_for!(ProjectMeta),
+        }
+    }
+
+    /// The same schema as a subschema of `generator` (a `$ref` to its
+    /// definitions for named types), for documents that collect every
+    /// operation's types in one place (the OpenAPI document).
+    pub fn data_subschema(self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        match self {
+            Self::ListMeetings => generator.subschema_for::<Paged<Meeting>>(),
+            Self::GetMeeting => generator.subschema_for::<MeetingData>(),
+            Self::CreateMeeting | Self::UpdateMeeting => {
+                generator.subschema_for::<MeetingWritten>()
+            }
+            Self::DeleteMeeting => generator.subschema_for::<DeleteMeetingData>(),
+            Self::ListMeetingFiles => generator.subschema_for::<Paged<MeetingFile>>(),
+            Self::AttachMeetingFile | Self::DeleteMeetingFile => {
+                generator.subschema_for::<MeetingFileWritten>()
+            }
+            Self::ListCalendar => generator.subschema_for::<Paged<CalendarEntry>>(),
+            Self::ListReports => generator.subschema_for::<Paged<Report>>(),
+            Self::GetReport => generator.subschema_for::<ReportDetails>(),
+            Self::UpdateReportStatus => generator.subschema_for::<ReportStatusData>(),
+            Self::ListMembers => generator.subschema_for::<Paged<MemberInfo>>(),
+            Self::GetProjectMeta => generator.subschema_for::<ProjectMeta>(),
         }
     }
 }
