@@ -8,6 +8,7 @@
 //! - `bench`: speed and memory measurements (module [`bench`]);
 //! - `integration`: real MCP clients against a running service (module
 //!   [`integration`]);
+//! - `fuzz-api`: schemathesis against the built binary (module [`fuzz`]);
 //! - `setup`: the external programs the tests run against (module [`setup`]);
 //! - `test`: the project's whole test suite (module [`suite`]).
 //!
@@ -20,6 +21,7 @@
 )]
 
 mod bench;
+mod fuzz;
 mod integration;
 mod metadata;
 mod setup;
@@ -38,6 +40,8 @@ Commands:
   bench [SUITE]    Run the benchmarks (release, loopback): sources, mcp, bff
   integration      Run the MCP Python and TypeScript SDKs and the conformance
                    suite against a running `acdm-backend demo`
+  fuzz-api         Run schemathesis (every check, all phases) against a running
+                   `acdm-backend demo` through its /openapi.json
   setup            Install the test tools (pinned wsgidav and MCP Python SDK) into .test-tools/
   test [-- ARGS]   Install the test tools if possible, then run the whole test suite:
                    nextest (or cargo test) and doctests; ARGS go to the test runner
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
         "tidy" => tidy::main(rest),
         "bench" => bench::main(rest),
         "integration" => integration::main(rest),
+        "fuzz-api" => fuzz::main(rest),
         "setup" => setup::main(rest),
         "test" => suite::main(rest),
         "help" | "-h" | "--help" => {

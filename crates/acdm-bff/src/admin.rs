@@ -188,6 +188,7 @@ struct SetMember {
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Changed{T}")]
 struct Changed<T> {
     #[serde(flatten)]
     record: T,
@@ -398,6 +399,7 @@ async fn list_events(
             .map(|b| event_id_param("before", b))
             .transpose()?,
         limit,
+        ..EventFilter::default()
     };
     let events = state.store.list_events(&filter).await?;
     let next_before = (events.len() == limit as usize)
@@ -779,6 +781,7 @@ struct Reverted {
 /// The body of a business edit: the acting operator beside the object's
 /// own fields (parsed apart by [`acting`]; this type only describes it).
 #[derive(schemars::JsonSchema)]
+#[schemars(rename = "Acting{T}", deny_unknown_fields)]
 #[expect(dead_code, reason = "a schema of what `acting` parses, never built")]
 struct Acting<T> {
     /// The operator making the change (recorded as the event's direct actor).
@@ -923,15 +926,9 @@ impl PathParam {
     /// Its schema, from the type it is parsed into.
     pub fn schema(self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
         match self {
-            Self::Slug => schemars::json_schema!({
-                "type": "string",
-                "pattern": "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
-            }),
+            Self::Slug => generator.subschema_for::<ProjectSlug>(),
             Self::UserId => generator.subschema_for::<UserId>(),
-            Self::AgentName => schemars::json_schema!({
-                "type": "string",
-                "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
-            }),
+            Self::AgentName => generator.subschema_for::<AgentName>(),
             Self::Seq => {
                 schemars::json_schema!({ "type": "integer", "minimum": 1, "maximum": u32::MAX })
             }

@@ -98,15 +98,63 @@ where
             Some(_) => {}
         }
         let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
-        let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-            let (field, problem) = describe(&error);
-            invalid_field(&field, problem)
-        })?;
+        let value = match serde_path_to_error::deserialize(&mut deserializer) {
+            Ok(value) => value,
+            // JSON has one number type: `80.0` is the integer 80 (as JSON
+            // Schema says), which serde refuses where it expects one.
+            Err(error) if error.inner().to_string().contains("floating point") => {
+                let mut json: serde_json::Value = serde_json::from_slice(&bytes)
+                    .map_err(|e| invalid_field(".", strip_position(&e.to_string())))?;
+                integral_numbers(&mut json);
+                return serde_path_to_error::deserialize(json)
+                    .map(Self)
+                    .map_err(|error| {
+                        let (field, problem) = describe(&error);
+                        invalid_field(&field, problem)
+                    });
+            }
+            Err(error) => {
+                let (field, problem) = describe(&error);
+                return Err(invalid_field(&field, problem));
+            }
+        };
         deserializer.end().map_err(|error| {
             let message = strip_position(&error.to_string());
             invalid_field(".", format!("the body is not valid JSON ({message})"))
         })?;
         Ok(Self(value))
+    }
+}
+
+/// Turns every number with no fractional part (`80.0`) into an integer,
+/// where it fits one.
+fn integral_numbers(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Number(number) => {
+            if let Some(float) = number
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && number.is_f64())
+            {
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "only integral values inside the target range are converted"
+                )]
+                let integer = if float >= 0.0 && float <= u64::MAX as f64 {
+                    Some(serde_json::Number::from(float as u64))
+                } else if float < 0.0 && float >= i64::MIN as f64 {
+                    Some(serde_json::Number::from(float as i64))
+                } else {
+                    None
+                };
+                if let Some(integer) = integer {
+                    *number = integer;
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(integral_numbers),
+        serde_json::Value::Object(map) => map.values_mut().for_each(integral_numbers),
+        _ => {}
     }
 }
 

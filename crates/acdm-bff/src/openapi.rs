@@ -77,7 +77,8 @@ fn nc_failures(op: NcOp) -> Vec<ErrorCode> {
     match op {
         NcOp::ListMounts => {}
         NcOp::List | NcOp::Read | NcOp::Search => {
-            codes.extend([NotFound, InvalidPath]);
+            // A folder read as a file, or a file listed as a folder.
+            codes.extend([NotFound, InvalidPath, Conflict]);
             codes.extend(UPSTREAM);
         }
         NcOp::Write | NcOp::Delete | NcOp::Move => {
@@ -158,7 +159,6 @@ fn access_text(access: Access) -> String {
 }
 
 fn bff_operation(
-    generator: &mut SchemaGenerator,
     family: &'static str,
     name: &'static str,
     label: &'static str,
@@ -167,7 +167,6 @@ fn bff_operation(
     access: Access,
     failures: Vec<ErrorCode>,
 ) -> Operation {
-    let _ = generator;
     let writes = if method == "GET" {
         "a read"
     } else {
@@ -200,7 +199,6 @@ fn operations(generator: &mut SchemaGenerator) -> Vec<Operation> {
             op.data_subschema(generator),
         );
         all.push(bff_operation(
-            generator,
             NcOp::FAMILY,
             op.as_str(),
             op.label(),
@@ -216,7 +214,6 @@ fn operations(generator: &mut SchemaGenerator) -> Vec<Operation> {
             op.data_subschema(generator),
         );
         all.push(bff_operation(
-            generator,
             BusinessOp::FAMILY,
             op.as_str(),
             op.label(),
@@ -232,7 +229,6 @@ fn operations(generator: &mut SchemaGenerator) -> Vec<Operation> {
             op.data_subschema(generator),
         );
         all.push(bff_operation(
-            generator,
             ProjectOp::FAMILY,
             op.as_str(),
             op.label(),
@@ -310,6 +306,9 @@ fn query_parameters(query: &Schema) -> Vec<Value> {
 /// type (`["integer", "null"]` → `"integer"`, `anyOf [X, null]` → X).
 fn strip_null(mut schema: Value) -> Value {
     if let Some(object) = schema.as_object_mut() {
+        if object.get("default") == Some(&Value::Null) {
+            object.remove("default");
+        }
         if let Some(Value::Array(types)) = object.get("type").cloned() {
             let kept: Vec<Value> = types.into_iter().filter(|t| t != "null").collect();
             if let [single] = kept.as_slice() {
@@ -337,6 +336,36 @@ fn strip_null(mut schema: Value) -> Value {
         }
     }
     schema
+}
+
+/// Gives every integer with a Rust width (`format: uint32`, …) the bounds
+/// of that width: the parser refuses anything beyond them, so the schema
+/// must say so.
+fn integer_bounds(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let bounds: Option<(i128, i128)> = match map.get("format").and_then(Value::as_str) {
+                Some("uint8") => Some((0, u8::MAX.into())),
+                Some("uint16") => Some((0, u16::MAX.into())),
+                Some("uint32") => Some((0, u32::MAX.into())),
+                Some("uint64" | "uint") => Some((0, u64::MAX.into())),
+                Some("int32") => Some((i32::MIN.into(), i32::MAX.into())),
+                Some("int64" | "int") => Some((i64::MIN.into(), i64::MAX.into())),
+                _ => None,
+            };
+            if let Some((min, max)) = bounds {
+                if !map.contains_key("minimum") && !map.contains_key("exclusiveMinimum") {
+                    map.insert("minimum".to_owned(), json!(min));
+                }
+                if !map.contains_key("maximum") && !map.contains_key("exclusiveMaximum") {
+                    map.insert("maximum".to_owned(), json!(max));
+                }
+            }
+            map.values_mut().for_each(integer_bounds);
+        }
+        Value::Array(items) => items.iter_mut().for_each(integer_bounds),
+        _ => {}
+    }
 }
 
 /// The success envelope around `data`.
@@ -412,13 +441,14 @@ fn responses(op: &Operation) -> Value {
         by_status.insert(415, validation);
     }
     let mut out = Map::new();
-    out.insert(
-        "200".to_owned(),
-        json!({
-            "description": "Success: the ToolResponse envelope with this operation's `data`",
-            "content": json_content(success(&op.data)),
-        }),
-    );
+    let mut ok = json!({
+        "description": "Success: the ToolResponse envelope with this operation's `data`",
+        "content": json_content(success(&op.data)),
+    });
+    if let (Some(links), Some(object)) = (links_of(&op.id), ok.as_object_mut()) {
+        object.insert("links".to_owned(), links);
+    }
+    out.insert("200".to_owned(), ok);
     for (status, codes) in by_status {
         let mut schema = failure(&codes);
         if status == 401 && op.bff {
@@ -435,6 +465,165 @@ fn responses(op: &Operation) -> Value {
         );
     }
     Value::Object(out)
+}
+
+/// Runtime expressions by name: a link's parameters or body fields.
+type Expressions = &'static [(&'static str, &'static str)];
+
+/// How one operation's answer feeds another (OpenAPI links), for clients
+/// and for schemathesis's stateful phase: an id a create returns is the id
+/// the reads and updates take. `(from, name, to, parameters, body)`; the
+/// values are runtime expressions.
+const LINKS: &[(&str, &str, &str, Expressions, Expressions)] = &[
+    (
+        "admin_create_project",
+        "ShowProject",
+        "admin_show_project",
+        &[("slug", "$response.body#/data/slug")],
+        &[],
+    ),
+    (
+        "admin_create_project",
+        "ListMeetingsOfProject",
+        "admin_create_meeting",
+        &[("slug", "$response.body#/data/slug")],
+        &[],
+    ),
+    (
+        "admin_create_meeting",
+        "UpdateMeeting",
+        "admin_update_meeting",
+        &[
+            ("slug", "$request.path.slug"),
+            ("id", "$response.body#/data/meeting_id"),
+        ],
+        &[],
+    ),
+    (
+        "admin_create_meeting",
+        "AttachFile",
+        "admin_attach_meeting_file",
+        &[
+            ("slug", "$request.path.slug"),
+            ("id", "$response.body#/data/meeting_id"),
+        ],
+        &[],
+    ),
+    (
+        "admin_create_report",
+        "UpdateReport",
+        "admin_update_report",
+        &[
+            ("slug", "$request.path.slug"),
+            ("id", "$response.body#/data/report_id"),
+        ],
+        &[],
+    ),
+    (
+        "admin_mount_agent",
+        "UnmountAgent",
+        "admin_unmount_agent",
+        &[("agent_name", "$response.body#/data/mount/agent_name")],
+        &[],
+    ),
+    (
+        "admin_list_events",
+        "ShowEvent",
+        "admin_show_event",
+        &[("id", "$response.body#/data/events/0/id")],
+        &[],
+    ),
+    (
+        "admin_list_events",
+        "RevertEvent",
+        "admin_revert_event",
+        &[("id", "$response.body#/data/events/0/id")],
+        &[],
+    ),
+    (
+        "admin_revert_event",
+        "ShowRevert",
+        "admin_show_event",
+        &[("id", "$response.body#/data/revert/id")],
+        &[],
+    ),
+    (
+        "business_create_meeting",
+        "GetMeeting",
+        "business_get_meeting",
+        &[],
+        &[("meeting_id", "$response.body#/data/meeting/meeting_id")],
+    ),
+    (
+        "business_create_meeting",
+        "ListMeetingFiles",
+        "business_list_meeting_files",
+        &[],
+        &[("meeting_id", "$response.body#/data/meeting/meeting_id")],
+    ),
+    (
+        "business_create_meeting",
+        "DeleteMeeting",
+        "business_delete_meeting",
+        &[],
+        &[("meeting_id", "$response.body#/data/meeting/meeting_id")],
+    ),
+    (
+        "business_list_meetings",
+        "GetListedMeeting",
+        "business_get_meeting",
+        &[],
+        &[("meeting_id", "$response.body#/data/items/0/meeting_id")],
+    ),
+    (
+        "business_list_reports",
+        "GetListedReport",
+        "business_get_report",
+        &[],
+        &[("report_id", "$response.body#/data/items/0/report_id")],
+    ),
+    (
+        "admin_create_report",
+        "GetReport",
+        "business_get_report",
+        &[],
+        &[("report_id", "$response.body#/data/report_id")],
+    ),
+    (
+        "admin_create_meeting",
+        "GetCreatedMeeting",
+        "business_get_meeting",
+        &[],
+        &[("meeting_id", "$response.body#/data/meeting_id")],
+    ),
+];
+
+fn links_of(id: &str) -> Option<Value> {
+    let mut out = Map::new();
+    for (from, name, to, parameters, body) in LINKS {
+        if *from != id {
+            continue;
+        }
+        let mut link = json!({ "operationId": to });
+        if let Some(object) = link.as_object_mut() {
+            if !parameters.is_empty() {
+                let map: Map<String, Value> = parameters
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), json!(v)))
+                    .collect();
+                object.insert("parameters".to_owned(), Value::Object(map));
+            }
+            if !body.is_empty() {
+                let map: Map<String, Value> = body
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), json!(v)))
+                    .collect();
+                object.insert("requestBody".to_owned(), Value::Object(map));
+            }
+        }
+        out.insert((*name).to_owned(), link);
+    }
+    (!out.is_empty()).then_some(Value::Object(out))
 }
 
 fn security(bff: bool) -> Value {
@@ -475,6 +664,14 @@ fn build() -> Value {
             .insert(op.method.to_ascii_lowercase(), operation);
     }
     let mut schemas: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
+    for schema in schemas.values_mut() {
+        integer_bounds(schema);
+    }
+    for item in paths.values_mut() {
+        for operation in item.values_mut() {
+            integer_bounds(operation);
+        }
+    }
     schemas.insert(
         "ServiceAuthFailed".to_owned(),
         json!({
@@ -560,6 +757,21 @@ mod tests {
     }
 
     #[test]
+    fn every_link_joins_two_documented_operations() {
+        let ids: Vec<String> = operations(&mut generator())
+            .into_iter()
+            .map(|op| op.id)
+            .collect();
+        for (from, name, to, ..) in LINKS {
+            assert!(
+                ids.iter().any(|id| id == from),
+                "{name}: no operation {from}"
+            );
+            assert!(ids.iter().any(|id| id == to), "{name}: no operation {to}");
+        }
+    }
+
+    #[test]
     fn every_reference_resolves_and_no_definition_is_left_behind() {
         let doc = document();
         let text = serde_json::to_string(doc).expect("serialises");
@@ -608,12 +820,17 @@ mod tests {
                             .unwrap_or_default()
                             .parse()
                             .expect("a known code");
-                        let expected = if status == "415" {
-                            422
+                        // A body that is not JSON is a `validation_error` sent as 415.
+                        if status == "415" {
+                            assert_eq!(code, ErrorCode::ValidationError);
                         } else {
-                            code.http_status()
-                        };
-                        assert_eq!(status, &expected.to_string(), "{}", op["operationId"]);
+                            assert_eq!(
+                                status,
+                                &code.http_status().to_string(),
+                                "{}",
+                                op["operationId"]
+                            );
+                        }
                     }
                 }
             }

@@ -407,6 +407,7 @@ impl AttachmentInput {
 /// What a write answers: the record as it is now, and the event that
 /// changed it (none when nothing had to change).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Written{T}")]
 pub struct Written<T> {
     /// The record.
     #[serde(flatten)]

@@ -367,7 +367,7 @@ impl schemars::JsonSchema for AbsPath {
         schemars::json_schema!({
             "type": "string",
             "description": "An absolute path in the file store's user tree (`/Projects/Alpha`): `/`-separated names, no `.`, `..` or empty segments.",
-            "pattern": "^(/[^/]+)+$"
+            "pattern": "^(?!.*/\\.{1,2}(/|$))(/[^/\\\\\\u0000-\\u001f\\u007f-\\u009f]+)+$"
         })
     }
 }

@@ -351,6 +351,7 @@ pub struct UpdateReportStatusRequest {
 
 /// One page of a list: every list answers with this envelope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "Paged{T}")]
 pub struct Paged<T> {
     /// The items of this page.
     pub items: Vec<T>,
