@@ -74,6 +74,7 @@ pub struct AppState {
     require_membership: bool,
     gate: ServiceGate,
     admin: Option<AdminState>,
+    console: Option<acdm_console::ConsoleState>,
     max_request_bytes: usize,
 }
 
@@ -118,6 +119,15 @@ impl AppState {
                     digest,
                 )
             });
+        let console = config.admin_token.as_ref().and_then(|t| {
+            acdm_console::ConsoleState::new(
+                journal.clone(),
+                kill_switch.clone(),
+                resolver.clone(),
+                t.expose_secret(),
+                config.console_secure_cookie,
+            )
+        });
         let shutdown = CancellationToken::new();
         let mut registry = Registry::default();
         let mcp_metrics = McpMetrics::register(&mut registry);
@@ -150,6 +160,7 @@ impl AppState {
             sources,
             resolver,
             admin,
+            console,
             max_request_bytes: config.max_request_bytes,
         }
     }
@@ -237,9 +248,13 @@ pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
             get(health::readyz).with_state(state.readiness.clone()),
         )
         .route("/metrics", get(metrics).with_state(state.metrics.clone()))
-        .route("/openapi.json", get(openapi));
+        .route("/openapi.json", get(openapi))
+        .route("/api-docs", get(acdm_console::api_docs::handler));
     if let Some(admin_state) = &state.admin {
         routes = routes.merge(admin::router(admin_state.clone()));
+    }
+    if let Some(console) = &state.console {
+        routes = routes.merge(acdm_console::router(console.clone()));
     }
     let sensitive: Vec<HeaderName> = vec![
         crate::gate::SERVICE_AUTH,

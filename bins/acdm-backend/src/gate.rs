@@ -38,6 +38,7 @@ pub const OPEN_PATHS: &[&str] = &[
     "/mcp/health",
     "/metrics",
     "/openapi.json",
+    "/api-docs",
 ];
 
 /// The exact refusal body of spec §3.1.
@@ -50,6 +51,9 @@ pub enum PathClass {
     Open,
     /// The operator API: its own bearer token, no service token, no browsers.
     Operator,
+    /// The operator console: its own session (a signed cookie, CSRF
+    /// tokens, same-origin form posts); browsers are its clients.
+    Console,
     /// Everything else: the service token, no browsers.
     Gated,
 }
@@ -60,6 +64,8 @@ pub fn classify(path: &str) -> PathClass {
         PathClass::Open
     } else if path == "/admin" || path.starts_with("/admin/") {
         PathClass::Operator
+    } else if path == "/console" || path.starts_with("/console/") {
+        PathClass::Console
     } else {
         PathClass::Gated
     }
@@ -121,7 +127,7 @@ pub async fn service_gate(State(gate): State<ServiceGate>, req: Request, next: N
     match classify(req.uri().path()) {
         PathClass::Open => next.run(req).await,
         PathClass::Operator if has_origin => browser_refusal(),
-        PathClass::Operator => next.run(req).await,
+        PathClass::Operator | PathClass::Console => next.run(req).await,
         PathClass::Gated if !gate.admits(req.headers()) => refusal(),
         PathClass::Gated if has_origin => browser_refusal(),
         PathClass::Gated => next.run(req).await,
@@ -168,6 +174,12 @@ mod tests {
         check("/admin", PathClass::Operator);
         check("/admin/projects", PathClass::Operator);
         check("/administrator", PathClass::Gated);
+        check("/console", PathClass::Console);
+        check("/console/events", PathClass::Console);
+        check("/consoles", PathClass::Gated);
+        check("/CONSOLE", PathClass::Gated);
+        check("/api-docs", PathClass::Open);
+        check("/api-docs/", PathClass::Gated);
         check("/ADMIN/projects", PathClass::Gated);
     }
 
