@@ -120,3 +120,44 @@ async fn the_document_names_every_status_with_its_codes_and_the_security_schemes
     assert_eq!(data["$ref"], "#/components/schemas/WriteData");
     app.stop().await;
 }
+
+/// Found by schemathesis: a project operation called with another method
+/// answered 405 without `Allow` (RFC 9110 §15.5.6 requires it).
+#[tokio::test]
+async fn a_wrong_method_is_405_with_the_allowed_method_named() {
+    let app = spawn_app(Options::default()).await;
+    let admin = [("Authorization", BEARER)];
+    for (path, body) in [
+        ("/admin/projects", r#"{"slug":"alpha","name":"Alpha"}"#),
+        (
+            "/admin/projects/alpha/members",
+            r#"{"user_id":"u-alice","role":"owner"}"#,
+        ),
+        (
+            "/admin/agents",
+            r#"{"agent_name":"project-alpha","project":"alpha"}"#,
+        ),
+    ] {
+        let response = app
+            .send(Req::new("POST", path).headers(&admin).json(body))
+            .await;
+        assert_eq!(response.status, 200, "{path}: {}", response.body);
+    }
+    let headers = [
+        ("X-ACDM-Service-Auth", TOKEN),
+        ("X-ACDM-User-Id", "u-alice"),
+        ("X-ACDM-Agent-Name", "project-alpha"),
+        ("X-ACDM-Thread-Id", "t-1"),
+    ];
+    for (method, path, allowed) in [
+        ("TRACE", "/agent-tools/project/overview", "GET"),
+        ("POST", "/agent-tools/project/sow", "GET"),
+        ("GET", "/agent-tools/project/milestone/advance", "POST"),
+    ] {
+        let response = app.send(Req::new(method, path).headers(&headers)).await;
+        assert_eq!(response.status, 405, "{method} {path}: {}", response.body);
+        assert_eq!(response.header("allow"), Some(allowed), "{method} {path}");
+        assert_eq!(response.json()["code"], "method_not_allowed");
+    }
+    app.stop().await;
+}

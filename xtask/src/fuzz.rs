@@ -25,7 +25,7 @@ use crate::tidy::workspace_root;
 
 /// Examples per operation and phase: enough to find what a schema and a
 /// handler disagree on, small enough for CI (a few minutes on 2 cores).
-const MAX_EXAMPLES: &str = "25";
+const MAX_EXAMPLES: &str = "100";
 
 /// Entry point for `cargo xtask fuzz-api`.
 pub(crate) fn main(args: &[String]) -> ExitCode {

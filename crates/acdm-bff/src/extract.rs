@@ -302,6 +302,48 @@ mod tests {
         }
     }
 
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Paging {
+        limit: u32,
+        #[serde(default)]
+        deep: Option<Vec<i64>>,
+    }
+
+    /// Found by schemathesis: JSON has one number type and JSON Schema
+    /// counts `80.0` as an integer; serde refused it where it expects one.
+    #[tokio::test]
+    async fn a_number_without_a_fraction_is_the_integer_it_names() {
+        let parse = |body: &'static str| async move {
+            let req = Request::builder()
+                .method("POST")
+                .uri("/x")
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body))
+                .unwrap();
+            StrictJson::<Paging>::from_request(req, &())
+                .await
+                .map(|StrictJson(v)| v)
+        };
+        let paging = parse(r#"{"limit": 80.0, "deep": [-3.0, 4]}"#)
+            .await
+            .unwrap();
+        assert_eq!((paging.limit, paging.deep), (80, Some(vec![-3, 4])));
+        for refused in [
+            r#"{"limit": 80.5}"#,
+            r#"{"limit": -1.0}"#,
+            r#"{"limit": 1e12}"#,
+            r#"{"limit": 80.0, "other": 1}"#,
+        ] {
+            let failure = parse(refused).await.unwrap_err();
+            assert_eq!(
+                failure.envelope().error_code(),
+                Some(ErrorCode::ValidationError),
+                "{refused}"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn bodies_are_parsed_strictly_and_problems_name_the_field() {
         let json = Some("application/json");

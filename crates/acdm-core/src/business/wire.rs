@@ -199,7 +199,7 @@ pub struct MeetingRequest {
 #[serde(deny_unknown_fields)]
 pub struct CreateMeetingRequest {
     /// 1–200 characters, one line.
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(length(min = 1, max = 200), regex(pattern = super::LINE_PATTERN))]
     pub title: String,
     /// When it starts, RFC 3339 with an offset.
     pub starts_at: DateTime<FixedOffset>,
@@ -207,15 +207,15 @@ pub struct CreateMeetingRequest {
     pub ends_at: DateTime<FixedOffset>,
     /// Where (a room, a link); up to 500 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 500))]
+    #[schemars(length(max = 500), regex(pattern = super::OPTIONAL_LINE_PATTERN))]
     pub location: Option<String>,
     /// What will be discussed (markdown, up to 20,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 20000))]
+    #[schemars(length(max = 20000), regex(pattern = super::TEXT_PATTERN))]
     pub agenda: Option<String>,
     /// Notes (markdown, up to 20,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 20000))]
+    #[schemars(length(max = 20000), regex(pattern = super::TEXT_PATTERN))]
     pub notes: Option<String>,
     /// User ids of project members (see `list_members`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -235,7 +235,7 @@ pub struct UpdateMeetingRequest {
     pub if_version: i64,
     /// New title (1–200 characters, one line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(length(min = 1, max = 200), regex(pattern = super::LINE_PATTERN))]
     pub title: Option<String>,
     /// New start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -245,15 +245,15 @@ pub struct UpdateMeetingRequest {
     pub ends_at: Option<DateTime<FixedOffset>>,
     /// New location (empty clears it; up to 500 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 500))]
+    #[schemars(length(max = 500), regex(pattern = super::OPTIONAL_LINE_PATTERN))]
     pub location: Option<String>,
     /// New agenda (empty clears it; up to 20,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 20000))]
+    #[schemars(length(max = 20000), regex(pattern = super::TEXT_PATTERN))]
     pub agenda: Option<String>,
     /// New notes (empty clears them; up to 20,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 20000))]
+    #[schemars(length(max = 20000), regex(pattern = super::TEXT_PATTERN))]
     pub notes: Option<String>,
     /// The whole new list of attendees (member user ids).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -342,7 +342,7 @@ pub struct UpdateReportStatusRequest {
     pub to: ReportStatus,
     /// Why (required for `rejected`; up to 2,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 2000))]
+    #[schemars(length(max = 2000), regex(pattern = super::TEXT_PATTERN))]
     pub comment: Option<String>,
     /// The `version` you read; a stale one is a `conflict`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
