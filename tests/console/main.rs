@@ -275,6 +275,48 @@ async fn reverting_a_write_from_the_console_restores_the_file_and_links_both_eve
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn unmounting_an_agent_after_its_confirmation_ends_its_calls_and_mounting_brings_them_back() {
+    let Some(installed) = Browser::find() else {
+        return;
+    };
+    let env = env().await;
+    let browser = Session::start(&installed).await;
+    sign_in(&browser, &env.base).await;
+    browser
+        .goto(&format!("{}/console/projects/beta", env.base))
+        .await;
+    browser
+        .click("form[action='/console/agents/project-beta/unmount'] button")
+        .await;
+    let text = browser.wait_for("Yes, do it").await;
+    assert!(text.contains("Unmount agent project-beta?"), "{text}");
+    browser.screenshot("unmount-confirmation").await;
+    let (status, _) = nc(&env.app, "project-beta", "list_mounts", json!({})).await;
+    assert_eq!(status, 200, "nothing happens before the confirmation");
+    browser.click("button.danger").await;
+    browser.wait_for("no longer manages beta").await;
+    let (status, refused) = nc(&env.app, "project-beta", "list_mounts", json!({})).await;
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (403, Some("scope_violation"))
+    );
+
+    browser
+        .goto(&format!("{}/console/projects/beta", env.base))
+        .await;
+    browser.type_into("input[name=agent]", "project-beta").await;
+    browser
+        .click("form[action='/console/projects/beta/agents'] button")
+        .await;
+    browser.wait_for("Yes, do it").await;
+    browser.click("button.danger").await;
+    browser.wait_for("now manages beta").await;
+    let (status, _) = nc(&env.app, "project-beta", "list_mounts", json!({})).await;
+    assert_eq!(status, 200);
+    env.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn flipping_the_kill_switch_in_the_console_refuses_an_agents_next_write() {
     let Some(installed) = Browser::find() else {
         return;

@@ -986,7 +986,7 @@ fn undo_text(event: &StorageEvent) -> String {
             Step::Put { path, size, .. } => format!("write {path} ({size} bytes)"),
             Step::Move { from, to } => format!("move {from} back to {to}"),
             Step::Discard { path, .. } => {
-                format!("move {path} (created by this event) into the trash")
+                format!("move {path}, as this event left it, into the trash")
             }
             Step::Row { before, after } => match (before, after) {
                 (Some(_), None) => "remove the row this event inserted".to_owned(),
