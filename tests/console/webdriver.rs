@@ -238,7 +238,7 @@ impl Session {
     /// The visible text of the page's body (asked again if the page was
     /// still being replaced).
     pub(crate) async fn text(&self) -> String {
-        for _ in 0..50 {
+        for _ in 0..200 {
             if let Ok(text) = self.try_text().await {
                 return text;
             }
@@ -268,10 +268,10 @@ impl Session {
 
     /// The page's text once it contains `needle`: a click on a form's
     /// button returns before the answer's page has replaced the old one,
-    /// and nothing in the browser can be waited on instead. Bounded (10 s).
+    /// and nothing in the browser can be waited on instead. Bounded (30 s).
     pub(crate) async fn wait_for(&self, needle: &str) -> String {
         let mut text = String::new();
-        for _ in 0..200 {
+        for _ in 0..600 {
             text = self.text().await;
             if text.contains(needle) {
                 return text;
