@@ -16,6 +16,7 @@ mod business_typed;
 mod catalog;
 mod cli;
 mod connections;
+mod console;
 mod dav;
 mod gate;
 mod health;
