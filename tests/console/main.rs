@@ -270,6 +270,10 @@ async fn reverting_a_write_from_the_console_restores_the_file_and_links_both_eve
     browser.click("main p a").await;
     let text = browser.wait_for("Reverted by").await;
     assert!(text.contains("This event was reverted"), "{text}");
+    // Its diff still says what the write did, from the revert's trash.
+    assert!(text.contains("Reverted since"), "{text}");
+    assert!(text.contains("- budget 10k"), "{text}");
+    assert!(text.contains("+ budget 12k"), "{text}");
     browser.screenshot("reverted-event").await;
     env.app.stop().await;
 }

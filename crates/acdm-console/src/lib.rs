@@ -904,9 +904,11 @@ fn render_diff(before: &str, after: &str) -> String {
 }
 
 /// What the event changed: for a file write, the text diff of the kept
-/// copy (before) and the file as it is now (after); for a delete or a
-/// move, the paths; for a business write, each row's before- and
-/// after-image.
+/// copy (before) and the file as it is now (after) — or, once the write
+/// was reverted, of the file now (the kept copy the revert moved back)
+/// and what the write had produced (which the revert moved into its own
+/// trash); for a delete or a move, the paths; for a business write, each
+/// row's before- and after-image.
 async fn changes(state: &ConsoleState, event: &StorageEvent) -> String {
     let mut out = String::new();
     let kept: HashMap<String, AbsPath> = event
@@ -917,30 +919,48 @@ async fn changes(state: &ConsoleState, event: &StorageEvent) -> String {
             _ => None,
         })
         .collect();
+    // Where the revert, if any, moved what this event wrote.
+    let mut moved_by_revert: HashMap<String, AbsPath> = HashMap::new();
+    if let Some(revert) = event.reverted_by
+        && let Ok(revert) = state.inner.store.event(revert).await
+    {
+        for step in &revert.plan {
+            if let Step::Move { from, to } = step {
+                moved_by_revert.insert(from.to_string(), to.clone());
+            }
+        }
+    }
     for step in &event.plan {
         match step {
             Step::Put { path, .. } => {
-                let before = match kept.get(&path.to_string()) {
-                    Some(copy) => read_text(state, copy).await.unwrap_or_default(),
-                    None => String::new(),
+                let key = path.to_string();
+                let replaced = kept.contains_key(&key);
+                let (before, after, note) = match moved_by_revert.get(&key) {
+                    Some(produced) => (
+                        if replaced {
+                            read_text(state, path).await.unwrap_or_default()
+                        } else {
+                            String::new()
+                        },
+                        read_text(state, produced).await.unwrap_or_default(),
+                        "Reverted since: before is the file now (what the revert put back); after is what this write produced, kept in the revert's trash.",
+                    ),
+                    None => (
+                        match kept.get(&key) {
+                            Some(copy) => read_text(state, copy).await.unwrap_or_default(),
+                            None => String::new(),
+                        },
+                        read_text(state, path).await.unwrap_or_default(),
+                        "Before: the copy kept when the write happened (none when the file was new); after: the file as it is now.",
+                    ),
                 };
-                let after = read_text(state, path).await;
                 let _ = write!(
                     out,
-                    "<h3>{} {}</h3><p>Before: the copy kept when the write happened{}; after: the file as it is now{}.</p>{}",
-                    if kept.contains_key(&path.to_string()) {
-                        "Changed"
-                    } else {
-                        "Created"
-                    },
-                    esc(&path.to_string()),
-                    if kept.contains_key(&path.to_string()) {
-                        ""
-                    } else {
-                        " (none: the file was new)"
-                    },
-                    if after.is_none() { " (gone)" } else { "" },
-                    render_diff(&before, after.as_deref().unwrap_or_default())
+                    "<h3>{} {}</h3><p>{}</p>{}",
+                    if replaced { "Changed" } else { "Created" },
+                    esc(&key),
+                    esc(note),
+                    render_diff(&before, &after)
                 );
             }
             Step::Move { from, to } => {
