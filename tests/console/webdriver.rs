@@ -63,18 +63,45 @@ impl Browser {
     }
 }
 
+/// The chromedriver process, killed when dropped (also when starting a
+/// session fails).
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A driver process and one session in it; both end when dropped.
 pub(crate) struct Session {
-    driver: Child,
+    _driver: Driver,
     addr: SocketAddr,
     id: String,
     _profile: tempfile::TempDir,
 }
 
 impl Drop for Session {
+    /// Ends the session first, so chromedriver closes the browser and all
+    /// its processes (killing only the driver would leave them running),
+    /// then stops the driver.
     fn drop(&mut self) {
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
+        use std::io::{Read, Write};
+        if let Ok(mut stream) = std::net::TcpStream::connect(self.addr) {
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(20)));
+            let request = format!(
+                "DELETE /session/{} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\n\r\n",
+                self.id,
+                self.addr.port()
+            );
+            if stream.write_all(request.as_bytes()).is_ok() {
+                // The answer comes once the browser is closed.
+                let mut answer = [0u8; 1024];
+                let _ = stream.read(&mut answer);
+            }
+        }
+        // The driver stops when `_driver` is dropped, after this.
     }
 }
 
@@ -158,12 +185,14 @@ impl Session {
     /// Starts chromedriver and a headless chromium with a fresh profile.
     pub(crate) async fn start(browser: &Browser) -> Self {
         let port = free_port();
-        let driver = Command::new(&browser.chromedriver)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromedriver starts");
+        let driver = Driver(
+            Command::new(&browser.chromedriver)
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("chromedriver starts"),
+        );
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
         let started = Instant::now();
         while tokio::net::TcpStream::connect(addr).await.is_err() {
@@ -195,7 +224,7 @@ impl Session {
             .expect("a session id")
             .to_owned();
         Self {
-            driver,
+            _driver: driver,
             addr,
             id,
             _profile: profile,
