@@ -46,7 +46,7 @@ const SCENARIOS: &[&str] = &[
 ];
 
 /// A child process killed when dropped.
-struct Running(Child);
+pub(crate) struct Running(pub(crate) Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -55,14 +55,14 @@ impl Drop for Running {
     }
 }
 
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| format!("no free port: {e}"))
 }
 
-fn random_token() -> Result<String, String> {
+pub(crate) fn random_token() -> Result<String, String> {
     let mut bytes = [0u8; 32];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
@@ -71,7 +71,7 @@ fn random_token() -> Result<String, String> {
 }
 
 /// `GET path` on a loopback port; the status code, if any answer came.
-fn http_status(port: u16, path: &str) -> Option<u16> {
+pub(crate) fn http_status(port: u16, path: &str) -> Option<u16> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(
@@ -84,7 +84,7 @@ fn http_status(port: u16, path: &str) -> Option<u16> {
     head.split(' ').nth(1)?.parse().ok()
 }
 
-fn wait_ready(port: u16, server: &mut Child, log: &Path) -> Result<(), String> {
+pub(crate) fn wait_ready(port: u16, server: &mut Child, log: &Path) -> Result<(), String> {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(60) {
         if let Ok(Some(status)) = server.try_wait() {

@@ -10,6 +10,7 @@
 //!   against it (module [`cluster`]);
 //! - `integration`: real MCP clients against a running service (module
 //!   [`integration`]);
+//! - `fuzz-api`: schemathesis against the built binary (module [`fuzz`]);
 //! - `setup`: the external programs the tests run against (module [`setup`]);
 //! - `test`: the project's whole test suite (module [`suite`]).
 //!
@@ -23,6 +24,7 @@
 
 mod bench;
 mod cluster;
+mod fuzz;
 mod integration;
 mod metadata;
 mod setup;
@@ -44,8 +46,10 @@ Commands:
   cluster test [N] Run the cluster suite against such a cluster (N = 3 by default)
   integration      Run the MCP Python and TypeScript SDKs and the conformance
                    suite against a running `acdm-backend demo`
+  fuzz-api         Run schemathesis (every check, all phases) against a running
+                   `acdm-backend demo` through its /openapi.json
   setup            Install the test tools (pinned wsgidav and MCP Python SDK) into .test-tools/,
-                   and nginx (Debian's package, as root) for the cluster
+                   and, as root, Debian's nginx (the cluster) and chromium (the console tests)
   test [-- ARGS]   Install the test tools if possible, then run the whole test suite:
                    nextest (or cargo test) and doctests; ARGS go to the test runner
   help             Show this message
@@ -65,6 +69,7 @@ fn main() -> ExitCode {
         "bench" => bench::main(rest),
         "cluster" => cluster::main(rest),
         "integration" => integration::main(rest),
+        "fuzz-api" => fuzz::main(rest),
         "setup" => setup::main(rest),
         "test" => suite::main(rest),
         "help" | "-h" | "--help" => {

@@ -11,6 +11,12 @@
 //!   installed with apt when it is missing and this runs as root (CI);
 //!   otherwise the message says what to install. Only `cargo xtask setup`
 //!   and `cargo xtask cluster` ask for it; the test suite does not need it.
+//! - schemathesis and openapi-spec-validator (pinned) in the same venv,
+//!   for `cargo xtask fuzz-api`;
+//! - Debian's `chromium` and `chromium-driver` for the console's browser
+//!   suite (`tests/console`), with apt, when they are missing and setup
+//!   runs as root on Debian; otherwise it says how to get them. Never a
+//!   browser download.
 //!
 //! Idempotent: a tool already at the pinned version is left alone.
 //! `cargo xtask test` runs this first and carries on without the tools when
@@ -29,14 +35,20 @@ const WSGIDAV_VERSION: &str = "4.4.0";
 /// The MCP Python SDK, pinned.
 const MCP_SDK: &str = "mcp==1.30.0";
 const MCP_SDK_VERSION: &str = "1.30.0";
+/// schemathesis and the OpenAPI validator, pinned, for `cargo xtask fuzz-api`.
+const SCHEMATHESIS: &str = "schemathesis==4.32.5";
+const SCHEMATHESIS_VERSION: &str = "4.32.5";
+const SPEC_VALIDATOR: &str = "openapi-spec-validator==0.7.2";
 
 /// pip's arguments: not `--quiet`, so what it downloads and builds shows.
-const PIP_INSTALL: [&str; 5] = [
+const PIP_INSTALL: [&str; 7] = [
     "install",
     "--disable-pip-version-check",
     WSGIDAV,
     CHEROOT,
     MCP_SDK,
+    SCHEMATHESIS,
+    SPEC_VALIDATOR,
 ];
 
 /// Where the venv lives.
@@ -58,16 +70,82 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     }
 }
 
+/// Where the browser suite looks for the browser and its driver.
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// Installs Debian's chromium and chromium-driver when they are missing
+/// and this runs as root with apt; an error says what to do otherwise.
+pub(crate) fn install_browser() -> Result<(), String> {
+    debian_packages(
+        &["chromium", "chromium-driver"],
+        || Path::new(CHROMIUM).is_file() && Path::new(CHROMEDRIVER).is_file(),
+        "the console's browser tests",
+    )
+}
+
+/// Installs Debian's `packages` when `present` says they are missing: with
+/// apt-get as root (as in CI); anyone else is told what to install, for
+/// `what`. Checks `present` again afterwards.
+pub(crate) fn debian_packages(
+    packages: &[&str],
+    present: impl Fn() -> bool,
+    what: &str,
+) -> Result<(), String> {
+    let listed = packages.join(" ");
+    if present() {
+        println!("setup: {listed} installed");
+        return Ok(());
+    }
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
+    if !root || !quiet(Command::new("apt-get").arg("--version")) {
+        return Err(format!(
+            "{what} need Debian's {listed}: `sudo apt-get install {listed}`"
+        ));
+    }
+    let mut install = vec!["install", "-y", "-qq", "--no-install-recommends"];
+    install.extend_from_slice(packages);
+    for args in [&["update", "-qq"][..], &install[..]] {
+        println!("$ apt-get {}", args.join(" "));
+        let status = Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .map_err(|e| format!("cannot run apt-get: {e}"))?;
+        if !status.success() {
+            return Err(format!("`apt-get {}` failed", args.join(" ")));
+        }
+    }
+    if present() {
+        Ok(())
+    } else {
+        Err(format!(
+            "apt-get installed {listed}, but they are still not found"
+        ))
+    }
+}
+
 /// Installs what is missing; an error says what to do.
 pub(crate) fn install(root: &Path) -> Result<(), String> {
+    if let Err(error) = install_browser() {
+        eprintln!("setup: {error}");
+    }
     let venv = venv_dir(root);
     let wsgidav = venv.join("bin").join("wsgidav");
     let venv_python = venv.join("bin").join("python");
     let wsgidav_ok = || version_of(&wsgidav).as_deref() == Some(WSGIDAV_VERSION);
-    let sdk_ok = || sdk_version(&venv_python).as_deref() == Some(MCP_SDK_VERSION);
+    let sdk_ok = || {
+        package_version(&venv_python, "mcp").as_deref() == Some(MCP_SDK_VERSION)
+            && package_version(&venv_python, "schemathesis").as_deref()
+                == Some(SCHEMATHESIS_VERSION)
+            && package_version(&venv_python, "openapi-spec-validator").is_some()
+    };
     if wsgidav_ok() && sdk_ok() {
         println!(
-            "setup: wsgidav {WSGIDAV_VERSION} and mcp {MCP_SDK_VERSION} are installed in {}",
+            "setup: wsgidav {WSGIDAV_VERSION}, mcp {MCP_SDK_VERSION} and schemathesis {SCHEMATHESIS_VERSION} are installed in {}",
             venv.display()
         );
         return Ok(());
@@ -100,7 +178,9 @@ pub(crate) fn install(root: &Path) -> Result<(), String> {
         .status()
         .map_err(|e| format!("cannot run pip: {e}"))?;
     if !installed.success() {
-        return Err("pip could not install wsgidav and mcp (is PyPI reachable?)".to_owned());
+        return Err(
+            "pip could not install wsgidav, mcp and schemathesis (is PyPI reachable?)".to_owned(),
+        );
     }
     if !wsgidav_ok() {
         return Err(format!(
@@ -110,11 +190,14 @@ pub(crate) fn install(root: &Path) -> Result<(), String> {
     }
     if !sdk_ok() {
         return Err(format!(
-            "the mcp SDK reports version {:?} after installing, expected {MCP_SDK_VERSION}",
-            sdk_version(&venv_python)
+            "the mcp SDK or schemathesis reports another version after installing (mcp {:?}, expected {MCP_SDK_VERSION}; schemathesis {:?}, expected {SCHEMATHESIS_VERSION})",
+            package_version(&venv_python, "mcp"),
+            package_version(&venv_python, "schemathesis")
         ));
     }
-    println!("setup: wsgidav {WSGIDAV_VERSION} and mcp {MCP_SDK_VERSION} ready");
+    println!(
+        "setup: wsgidav {WSGIDAV_VERSION}, mcp {MCP_SDK_VERSION} and schemathesis {SCHEMATHESIS_VERSION} ready"
+    );
     Ok(())
 }
 
@@ -123,40 +206,11 @@ pub(crate) fn install(root: &Path) -> Result<(), String> {
 /// cluster runs it as a child process with its own configuration, never
 /// as the system's service.
 pub(crate) fn install_nginx() -> Result<(), String> {
-    let present = || quiet(Command::new("nginx").arg("-v"));
-    if present() {
-        println!("setup: nginx is installed");
-        return Ok(());
-    }
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
-    if !root || !quiet(Command::new("apt-get").arg("--version")) {
-        return Err(
-            "nginx is not installed: install Debian's package (`sudo apt-get install nginx`)"
-                .to_owned(),
-        );
-    }
-    for args in [
-        &["update", "-qq"][..],
-        &["install", "-y", "-qq", "--no-install-recommends", "nginx"][..],
-    ] {
-        println!("$ apt-get {}", args.join(" "));
-        let status = Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .map_err(|e| format!("cannot run apt-get: {e}"))?;
-        if !status.success() {
-            return Err(format!("apt-get {} failed", args.join(" ")));
-        }
-    }
-    if present() {
-        Ok(())
-    } else {
-        Err("apt-get installed nginx, but `nginx -v` still fails".to_owned())
-    }
+    debian_packages(
+        &["nginx"],
+        || quiet(Command::new("nginx").arg("-v")),
+        "the cluster's load balancer and the HTTP bench",
+    )
 }
 
 fn quiet(command: &mut Command) -> bool {
@@ -168,12 +222,13 @@ fn quiet(command: &mut Command) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// The installed MCP SDK version, asked of the venv's Python.
-fn sdk_version(python: &Path) -> Option<String> {
+/// An installed package's version, asked of the venv's Python.
+fn package_version(python: &Path, package: &str) -> Option<String> {
     let output = Command::new(python)
         .args([
             "-c",
-            "import importlib.metadata as m; print(m.version('mcp'))",
+            "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))",
+            package,
         ])
         .stderr(Stdio::null())
         .output()

@@ -33,6 +33,18 @@ const ALLOWED_EDGES: &[(&str, &[&str])] = &[
         "acdm-bff",
         &["acdm-core", "acdm-sources", "acdm-store", "acdm-journal"],
     ),
+    // The operator console: HTML over the same layers as the operator API
+    // (it reuses the BFF's kill switch and OpenAPI document).
+    (
+        "acdm-console",
+        &[
+            "acdm-core",
+            "acdm-sources",
+            "acdm-store",
+            "acdm-journal",
+            "acdm-bff",
+        ],
+    ),
     ("acdm-harness-client", &["acdm-core"]),
     // Test support is a dev-dependency only: no member may list it here.
     ("acdm-test-support", &[]),
@@ -49,6 +61,7 @@ const ALLOWED_EDGES: &[(&str, &[&str])] = &[
             "acdm-journal",
             "acdm-mcp",
             "acdm-bff",
+            "acdm-console",
             "acdm-harness-client",
         ],
     ),

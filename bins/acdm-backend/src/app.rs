@@ -88,6 +88,7 @@ pub struct AppState {
     require_membership: bool,
     gate: ServiceGate,
     admin: Option<AdminState>,
+    console: Option<acdm_console::ConsoleState>,
     max_request_bytes: usize,
 }
 
@@ -132,6 +133,15 @@ impl AppState {
                     digest,
                 )
             });
+        let console = config.admin_token.as_ref().and_then(|t| {
+            acdm_console::ConsoleState::new(
+                journal.clone(),
+                kill_switch.clone(),
+                resolver.clone(),
+                t.expose_secret(),
+                config.console_secure_cookie,
+            )
+        });
         let shutdown = CancellationToken::new();
         let stopped = CancellationToken::new();
         let limiter = Arc::new(SharedLimiter::new(store.clone(), config.rate_lease));
@@ -181,6 +191,7 @@ impl AppState {
             sources,
             resolver,
             admin,
+            console,
             max_request_bytes: config.max_request_bytes,
         }
     }
@@ -247,6 +258,15 @@ async fn metrics(State(registry): State<Arc<Registry>>) -> Response {
     }
 }
 
+/// `GET /openapi.json`: the OpenAPI 3.1 document of the BFF and the
+/// operator API, generated from their types. Open: it describes the API,
+/// it holds no data.
+async fn openapi() -> Response {
+    let mut response = axum::Json(acdm_bff::openapi::document()).into_response();
+    response.extensions_mut().insert(http::Probe);
+    response
+}
+
 /// Adds the probes and the operator API to `routes` and puts everything
 /// under the global middleware. Outermost first: mark secret headers
 /// sensitive, request id, `Connection: close` while draining, request
@@ -260,9 +280,14 @@ pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
             "/readyz",
             get(health::readyz).with_state(state.readiness.clone()),
         )
-        .route("/metrics", get(metrics).with_state(state.metrics.clone()));
+        .route("/metrics", get(metrics).with_state(state.metrics.clone()))
+        .route("/openapi.json", get(openapi))
+        .route("/api-docs", get(acdm_console::api_docs::handler));
     if let Some(admin_state) = &state.admin {
         routes = routes.merge(admin::router(admin_state.clone()));
+    }
+    if let Some(console) = &state.console {
+        routes = routes.merge(acdm_console::router(console.clone()));
     }
     let sensitive: Vec<HeaderName> = vec![
         crate::gate::SERVICE_AUTH,

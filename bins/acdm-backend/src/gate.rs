@@ -32,7 +32,14 @@ use axum::response::Response;
 pub const SERVICE_AUTH: HeaderName = HeaderName::from_static("x-acdm-service-auth");
 
 /// Paths that answer without the service token, matched exactly.
-pub const OPEN_PATHS: &[&str] = &["/healthz", "/readyz", "/mcp/health", "/metrics"];
+pub const OPEN_PATHS: &[&str] = &[
+    "/healthz",
+    "/readyz",
+    "/mcp/health",
+    "/metrics",
+    "/openapi.json",
+    "/api-docs",
+];
 
 /// The exact refusal body of spec §3.1.
 pub const REFUSAL_BODY: &str = r#"{"error":"service auth failed"}"#;
@@ -44,6 +51,9 @@ pub enum PathClass {
     Open,
     /// The operator API: its own bearer token, no service token, no browsers.
     Operator,
+    /// The operator console: its own session (a signed cookie, CSRF
+    /// tokens, same-origin form posts); browsers are its clients.
+    Console,
     /// Everything else: the service token, no browsers.
     Gated,
 }
@@ -54,6 +64,8 @@ pub fn classify(path: &str) -> PathClass {
         PathClass::Open
     } else if path == "/admin" || path.starts_with("/admin/") {
         PathClass::Operator
+    } else if path == "/console" || path.starts_with("/console/") {
+        PathClass::Console
     } else {
         PathClass::Gated
     }
@@ -115,7 +127,7 @@ pub async fn service_gate(State(gate): State<ServiceGate>, req: Request, next: N
     match classify(req.uri().path()) {
         PathClass::Open => next.run(req).await,
         PathClass::Operator if has_origin => browser_refusal(),
-        PathClass::Operator => next.run(req).await,
+        PathClass::Operator | PathClass::Console => next.run(req).await,
         PathClass::Gated if !gate.admits(req.headers()) => refusal(),
         PathClass::Gated if has_origin => browser_refusal(),
         PathClass::Gated => next.run(req).await,
@@ -144,6 +156,9 @@ mod tests {
         check("/readyz", PathClass::Open);
         check("/metrics", PathClass::Open);
         check("/metrics/", PathClass::Gated);
+        check("/openapi.json", PathClass::Open);
+        check("/openapi.json/", PathClass::Gated);
+        check("/OPENAPI.json", PathClass::Gated);
         check("/mcp/health", PathClass::Open);
         check("/mcp/health/", PathClass::Gated);
         check("/mcp/health/../x", PathClass::Gated);
@@ -159,6 +174,12 @@ mod tests {
         check("/admin", PathClass::Operator);
         check("/admin/projects", PathClass::Operator);
         check("/administrator", PathClass::Gated);
+        check("/console", PathClass::Console);
+        check("/console/events", PathClass::Console);
+        check("/consoles", PathClass::Gated);
+        check("/CONSOLE", PathClass::Gated);
+        check("/api-docs", PathClass::Open);
+        check("/api-docs/", PathClass::Gated);
         check("/ADMIN/projects", PathClass::Gated);
     }
 

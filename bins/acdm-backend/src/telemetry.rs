@@ -13,6 +13,7 @@ use crate::config::{LogFormat, LogSettings};
 const OWN_CRATES: &[&str] = &[
     "acdm_backend",
     "acdm_bff",
+    "acdm_console",
     "acdm_core",
     "acdm_journal",
     "acdm_mcp",

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use acdm_core::domain::MemberRole;
-use acdm_core::events::{Actor, EventId, EventRef, EventStatus};
+use acdm_core::events::{Actor, EventId, EventRef, EventStatus, StorageEvent};
 use acdm_core::{
     AbsPath, AgentName, ErrorCode, MountName, ProjectName, ProjectSlug, ScopeResolver, TokenDigest,
     ToolResponse, UserId,
@@ -69,45 +69,14 @@ impl AdminState {
     }
 }
 
-/// The `/admin` routes, with their bearer-token check.
+/// The `/admin` routes, with their bearer-token check: one route per
+/// [`AdminOp`], so the router and the OpenAPI document list the same ones.
 pub fn router(state: AdminState) -> Router {
-    Router::new()
-        .route("/admin/projects", post(create_project).get(list_projects))
-        .route("/admin/projects/{slug}", get(show_project))
-        .route("/admin/projects/{slug}/members", post(set_member))
-        .route(
-            "/admin/projects/{slug}/members/{user_id}",
-            delete(remove_member),
-        )
-        .route("/admin/projects/{slug}/mounts", post(set_mount))
-        .route(
-            "/admin/projects/{slug}/members/{user_id}/name",
-            put(set_member_name),
-        )
-        .route("/admin/projects/{slug}/meta", put(set_meta))
-        .route("/admin/projects/{slug}/sow", put(set_sow))
-        .route(
-            "/admin/projects/{slug}/milestones/{seq}",
-            put(set_milestone),
-        )
-        .route("/admin/projects/{slug}/reports", post(create_report))
-        .route("/admin/projects/{slug}/reports/{id}", put(update_report))
-        .route("/admin/projects/{slug}/meetings", post(create_meeting))
-        .route("/admin/projects/{slug}/meetings/{id}", put(update_meeting))
-        .route(
-            "/admin/projects/{slug}/meetings/{id}/files",
-            post(attach_meeting_file),
-        )
-        .route("/admin/agents", post(mount_agent).get(list_agents))
-        .route("/admin/agents/{agent_name}", delete(unmount_agent))
-        .route("/admin/scope-cache/reset", post(reset_scope_cache))
-        .route("/admin/events", get(list_events))
-        .route("/admin/events/{id}", get(show_event))
-        .route("/admin/events/{id}/revert", post(revert_event))
-        .route(
-            "/admin/kill-switch",
-            get(show_kill_switch).put(set_kill_switch),
-        )
+    AdminOp::ALL
+        .iter()
+        .fold(Router::new(), |router, op| {
+            router.route(op.path(), op.handler())
+        })
         .method_not_allowed_fallback(method_not_allowed)
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -181,7 +150,7 @@ fn slug_param(raw: &str) -> Result<ProjectSlug, Failure> {
     path_param("slug", raw, ProjectSlug::parse)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateProject {
     slug: ProjectSlug,
@@ -211,14 +180,15 @@ async fn show_project(State(state): State<AdminState>, Path(slug): Path<String>)
     ok(details, format!("project `{slug}`"))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SetMember {
     user_id: UserId,
     role: MemberRole,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Changed{T}")]
 struct Changed<T> {
     #[serde(flatten)]
     record: T,
@@ -257,13 +227,11 @@ async fn remove_member(
     let user_id = path_param("user_id", &user_id, UserId::parse)?;
     state.store.remove_member(&slug, &user_id).await?;
     state.resolver.reset();
-    ok(
-        serde_json::json!({ "user_id": user_id }),
-        format!("`{user_id}` removed from `{slug}`"),
-    )
+    let message = format!("`{user_id}` removed from `{slug}`");
+    ok(Removed { user_id }, message)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SetMount {
     name: MountName,
@@ -313,7 +281,7 @@ async fn set_mount(
     )
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct MountAgent {
     agent_name: AgentName,
@@ -359,23 +327,33 @@ async fn reset_scope_cache(State(state): State<AdminState>) -> Reply {
     let dropped = state.resolver.cached_len();
     state.resolver.reset();
     ok(
-        serde_json::json!({ "dropped": dropped }),
+        CacheReset { dropped },
         format!("scope cache reset ({dropped} entries dropped on this server)"),
     )
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct EventsQuery {
+    /// Only this project's events (its slug).
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"))]
     project: Option<String>,
+    /// Only this agent's events.
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
     agent: Option<String>,
+    /// Only events with this status.
     #[serde(default)]
+    #[schemars(with = "Option<EventStatus>")]
     status: Option<String>,
+    /// How many, newest first (default 50).
     #[serde(default)]
+    #[schemars(range(min = 1, max = 500))]
     limit: Option<u32>,
+    /// The page after this event (the previous page's `next_before`).
     #[serde(default)]
+    #[schemars(with = "Option<EventId>")]
     before: Option<String>,
 }
 
@@ -427,6 +405,7 @@ async fn list_events(
             .map(|b| event_id_param("before", b))
             .transpose()?,
         limit,
+        ..EventFilter::default()
     };
     let events = state.store.list_events(&filter).await?;
     let next_before = (events.len() == limit as usize)
@@ -434,7 +413,10 @@ async fn list_events(
         .flatten();
     let message = format!("{} storage event(s), newest first", events.len());
     ok(
-        serde_json::json!({ "events": events, "next_before": next_before }),
+        EventsPage {
+            events,
+            next_before,
+        },
         message,
     )
 }
@@ -449,7 +431,7 @@ async fn show_event(State(state): State<AdminState>, Path(id): Path<String>) -> 
     ok(event, message)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RevertBody {
     user_id: UserId,
@@ -471,7 +453,10 @@ async fn revert_event(
         revert.id, revert.status
     );
     ok(
-        serde_json::json!({ "revert": revert, "reverted": id }),
+        Reverted {
+            revert,
+            reverted: id,
+        },
         message,
     )
 }
@@ -490,7 +475,7 @@ async fn show_kill_switch(State(state): State<AdminState>) -> Reply {
     ok(report, message)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SetKillSwitch {
     nc_writes_enabled: bool,
@@ -589,7 +574,7 @@ fn written<T: Serialize>(written: Written<T>, what: String) -> Reply {
     ok(written, message)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct MemberName {
     #[serde(default)]
@@ -762,4 +747,350 @@ async fn attach_meeting_file(
         result.record.name, result.record.mount, result.record.rel_path
     );
     written(result, what)
+}
+
+// ---- the operations, as one table ------------------------------------------
+
+/// A member removed from a project.
+#[derive(Serialize, schemars::JsonSchema)]
+struct Removed {
+    /// Who.
+    user_id: UserId,
+}
+
+/// What a scope-cache reset dropped.
+#[derive(Serialize, schemars::JsonSchema)]
+struct CacheReset {
+    /// Entries dropped on the server that answered (the others drop theirs
+    /// when they next see the scope epoch move).
+    dropped: usize,
+}
+
+/// A page of storage events, newest first.
+#[derive(Serialize, schemars::JsonSchema)]
+struct EventsPage {
+    /// The events.
+    events: Vec<StorageEvent>,
+    /// Pass as `before` for the next page; `null` at the end.
+    next_before: Option<EventId>,
+}
+
+/// A revert and the event it undid.
+#[derive(Serialize, schemars::JsonSchema)]
+struct Reverted {
+    /// The revert, itself an event.
+    revert: StorageEvent,
+    /// The event it undid.
+    reverted: EventId,
+}
+
+/// The body of a business edit: the acting operator beside the object's
+/// own fields (parsed apart by [`acting`]; this type only describes it).
+#[derive(schemars::JsonSchema)]
+#[schemars(rename = "Acting{T}", deny_unknown_fields)]
+#[expect(dead_code, reason = "a schema of what `acting` parses, never built")]
+struct Acting<T> {
+    /// The operator making the change (recorded as the event's direct actor).
+    user_id: UserId,
+    #[serde(flatten)]
+    input: T,
+}
+
+/// The body of an edit of a versioned object: as [`Acting`], with the
+/// version the operator read.
+#[derive(schemars::JsonSchema)]
+#[expect(
+    dead_code,
+    reason = "a schema of what `acting` and `if_version` parse, never built"
+)]
+struct ActingVersioned<T> {
+    /// The operator making the change (recorded as the event's direct actor).
+    user_id: UserId,
+    /// The version the operator read; a stale one is a `conflict`.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    if_version: Option<i64>,
+    #[serde(flatten)]
+    input: T,
+}
+
+macro_rules! admin_ops {
+    ($( #[doc = $summary:literal] $variant:ident = ($method:literal, $path:literal, $handler:expr) ),* $(,)?) => {
+        /// The operations of the operator API: each one's method, path and
+        /// handler in one table, from which both the router and the
+        /// OpenAPI document are built (so neither can list a route the
+        /// other lacks).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum AdminOp { $( #[doc = $summary] $variant, )* }
+
+        impl AdminOp {
+            /// Every operation, in documentation order.
+            pub const ALL: &'static [AdminOp] = &[ $( AdminOp::$variant, )* ];
+
+            /// The HTTP method (`GET`, `POST`, `PUT`, `DELETE`).
+            pub const fn method(self) -> &'static str {
+                match self { $( AdminOp::$variant => $method, )* }
+            }
+
+            /// The path as the router matches it (`/admin/projects/{slug}`).
+            pub const fn path(self) -> &'static str {
+                match self { $( AdminOp::$variant => $path, )* }
+            }
+
+            /// What it does, in a line (its documentation).
+            pub fn summary(self) -> &'static str {
+                match self { $( AdminOp::$variant => $summary.trim(), )* }
+            }
+
+            fn handler(self) -> axum::routing::MethodRouter<AdminState> {
+                match self { $( AdminOp::$variant => $handler, )* }
+            }
+        }
+    };
+}
+
+admin_ops! {
+    /// Create a project (and its default mount).
+    CreateProject = ("POST", "/admin/projects", post(create_project)),
+    /// Every project.
+    ListProjects = ("GET", "/admin/projects", get(list_projects)),
+    /// A project with its members, mounts and agents.
+    ShowProject = ("GET", "/admin/projects/{slug}", get(show_project)),
+    /// Add a member or change a member's role.
+    SetMember = ("POST", "/admin/projects/{slug}/members", post(set_member)),
+    /// Remove a member.
+    RemoveMember = ("DELETE", "/admin/projects/{slug}/members/{user_id}", delete(remove_member)),
+    /// Set a member's display name (journalled).
+    SetMemberName = ("PUT", "/admin/projects/{slug}/members/{user_id}/name", put(set_member_name)),
+    /// Add or change a mount.
+    SetMount = ("POST", "/admin/projects/{slug}/mounts", post(set_mount)),
+    /// Set the project's meta (journalled).
+    SetMeta = ("PUT", "/admin/projects/{slug}/meta", put(set_meta)),
+    /// Write the statement of work (journalled).
+    SetSow = ("PUT", "/admin/projects/{slug}/sow", put(set_sow)),
+    /// Create or edit a milestone (journalled).
+    SetMilestone = ("PUT", "/admin/projects/{slug}/milestones/{seq}", put(set_milestone)),
+    /// Create a report (journalled).
+    CreateReport = ("POST", "/admin/projects/{slug}/reports", post(create_report)),
+    /// Edit a report (journalled).
+    UpdateReport = ("PUT", "/admin/projects/{slug}/reports/{id}", put(update_report)),
+    /// Create a meeting (journalled).
+    CreateMeeting = ("POST", "/admin/projects/{slug}/meetings", post(create_meeting)),
+    /// Edit a meeting (journalled).
+    UpdateMeeting = ("PUT", "/admin/projects/{slug}/meetings/{id}", put(update_meeting)),
+    /// Attach a file to a meeting (journalled).
+    AttachMeetingFile = ("POST", "/admin/projects/{slug}/meetings/{id}/files", post(attach_meeting_file)),
+    /// Mount an agent as a project's manager.
+    MountAgent = ("POST", "/admin/agents", post(mount_agent)),
+    /// Every active agent mount.
+    ListAgents = ("GET", "/admin/agents", get(list_agents)),
+    /// Unmount an agent.
+    UnmountAgent = ("DELETE", "/admin/agents/{agent_name}", delete(unmount_agent)),
+    /// Drop the scope resolver's cache on this server.
+    ResetScopeCache = ("POST", "/admin/scope-cache/reset", post(reset_scope_cache)),
+    /// Storage events, newest first.
+    ListEvents = ("GET", "/admin/events", get(list_events)),
+    /// One storage event.
+    ShowEvent = ("GET", "/admin/events/{id}", get(show_event)),
+    /// Revert a storage event (itself an event).
+    RevertEvent = ("POST", "/admin/events/{id}/revert", post(revert_event)),
+    /// The kill switch for agents' file writes.
+    ShowKillSwitch = ("GET", "/admin/kill-switch", get(show_kill_switch)),
+    /// Flip the kill switch, with a reason.
+    SetKillSwitch = ("PUT", "/admin/kill-switch", put(set_kill_switch)),
+}
+
+/// A path parameter of the operator API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathParam {
+    /// `{slug}`: a project's slug.
+    Slug,
+    /// `{user_id}`: a member.
+    UserId,
+    /// `{agent_name}`: an agent.
+    AgentName,
+    /// `{seq}`: a milestone's number.
+    Seq,
+    /// `{id}` of a report or a meeting: a UUID.
+    ObjectId,
+    /// `{id}` of an event: its UUID or a unique prefix of it.
+    EventRef,
+}
+
+impl PathParam {
+    /// The name in the path template.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Slug => "slug",
+            Self::UserId => "user_id",
+            Self::AgentName => "agent_name",
+            Self::Seq => "seq",
+            Self::ObjectId | Self::EventRef => "id",
+        }
+    }
+
+    /// Its schema, from the type it is parsed into.
+    pub fn schema(self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        match self {
+            Self::Slug => generator.subschema_for::<ProjectSlug>(),
+            Self::UserId => generator.subschema_for::<UserId>(),
+            Self::AgentName => generator.subschema_for::<AgentName>(),
+            Self::Seq => {
+                schemars::json_schema!({ "type": "integer", "minimum": 1, "maximum": u32::MAX })
+            }
+            Self::ObjectId => schemars::json_schema!({ "type": "string", "format": "uuid" }),
+            Self::EventRef => schemars::json_schema!({
+                "type": "string",
+                "description": "the event's id, or a unique prefix of at least 4 hex digits",
+                "pattern": "^[0-9a-fA-F]{4}[0-9a-fA-F-]{0,32}$"
+            }),
+        }
+    }
+}
+
+impl AdminOp {
+    /// `admin_<name>`: the OpenAPI operation id.
+    pub fn operation_id(self) -> String {
+        let name = format!("{self:?}");
+        let mut id = String::from("admin");
+        for ch in name.chars() {
+            if ch.is_ascii_uppercase() {
+                id.push('_');
+            }
+            id.push(ch.to_ascii_lowercase());
+        }
+        id
+    }
+
+    /// The path parameters, in path order.
+    pub fn path_params(self) -> Vec<PathParam> {
+        let event = matches!(self, Self::ShowEvent | Self::RevertEvent);
+        self.path()
+            .split('/')
+            .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
+            .map(|name| match name {
+                "slug" => PathParam::Slug,
+                "user_id" => PathParam::UserId,
+                "agent_name" => PathParam::AgentName,
+                "seq" => PathParam::Seq,
+                _ if event => PathParam::EventRef,
+                _ => PathParam::ObjectId,
+            })
+            .collect()
+    }
+
+    /// The JSON Schema of the request body, from the type the handler
+    /// parses; `None` for operations without a body.
+    pub fn request_subschema(
+        self,
+        generator: &mut schemars::SchemaGenerator,
+    ) -> Option<schemars::Schema> {
+        Some(match self {
+            Self::CreateProject => generator.subschema_for::<CreateProject>(),
+            Self::SetMember => generator.subschema_for::<SetMember>(),
+            Self::SetMemberName => generator.subschema_for::<Acting<MemberName>>(),
+            Self::SetMount => generator.subschema_for::<SetMount>(),
+            Self::SetMeta => generator.subschema_for::<Acting<MetaInput>>(),
+            Self::SetSow => generator.subschema_for::<Acting<SowInput>>(),
+            Self::SetMilestone => generator.subschema_for::<Acting<MilestoneInput>>(),
+            Self::CreateReport => generator.subschema_for::<Acting<ReportInput>>(),
+            Self::UpdateReport => generator.subschema_for::<ActingVersioned<ReportInput>>(),
+            Self::CreateMeeting => generator.subschema_for::<Acting<MeetingInput>>(),
+            Self::UpdateMeeting => generator.subschema_for::<ActingVersioned<MeetingInput>>(),
+            Self::AttachMeetingFile => generator.subschema_for::<Acting<AttachmentInput>>(),
+            Self::MountAgent => generator.subschema_for::<MountAgent>(),
+            Self::RevertEvent => generator.subschema_for::<RevertBody>(),
+            Self::SetKillSwitch => generator.subschema_for::<SetKillSwitch>(),
+            Self::ListProjects
+            | Self::ShowProject
+            | Self::RemoveMember
+            | Self::ListAgents
+            | Self::UnmountAgent
+            | Self::ResetScopeCache
+            | Self::ListEvents
+            | Self::ShowEvent
+            | Self::ShowKillSwitch => return None,
+        })
+    }
+
+    /// The schema of the query string's parameters (an object whose
+    /// properties are the parameters), for the operations that take one.
+    pub fn query_schema(
+        self,
+        generator: &mut schemars::SchemaGenerator,
+    ) -> Option<schemars::Schema> {
+        match self {
+            Self::ListEvents => Some(generator.root_schema_for::<EventsQuery>()),
+            _ => None,
+        }
+    }
+
+    /// The JSON Schema of the `data` of its success.
+    pub fn data_subschema(self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        use acdm_core::business::{
+            Meeting, MeetingFile, MemberInfo, Milestone, ProjectMeta, Report, StatementOfWork,
+        };
+        use acdm_core::domain::{AgentMount, Member, Mount, Project, ProjectDetails};
+        match self {
+            Self::CreateProject | Self::ShowProject => generator.subschema_for::<ProjectDetails>(),
+            Self::ListProjects => generator.subschema_for::<Vec<Project>>(),
+            Self::SetMember => generator.subschema_for::<Changed<Member>>(),
+            Self::RemoveMember => generator.subschema_for::<Removed>(),
+            Self::SetMemberName => generator.subschema_for::<Written<MemberInfo>>(),
+            Self::SetMount => generator.subschema_for::<Changed<Mount>>(),
+            Self::SetMeta => generator.subschema_for::<Written<ProjectMeta>>(),
+            Self::SetSow => generator.subschema_for::<Written<StatementOfWork>>(),
+            Self::SetMilestone => generator.subschema_for::<Written<Milestone>>(),
+            Self::CreateReport | Self::UpdateReport => generator.subschema_for::<Written<Report>>(),
+            Self::CreateMeeting | Self::UpdateMeeting => {
+                generator.subschema_for::<Written<Meeting>>()
+            }
+            Self::AttachMeetingFile => generator.subschema_for::<Written<MeetingFile>>(),
+            Self::MountAgent => generator.subschema_for::<acdm_store::AgentMountChange>(),
+            Self::ListAgents => generator.subschema_for::<Vec<AgentMount>>(),
+            Self::UnmountAgent => generator.subschema_for::<AgentMount>(),
+            Self::ResetScopeCache => generator.subschema_for::<CacheReset>(),
+            Self::ListEvents => generator.subschema_for::<EventsPage>(),
+            Self::ShowEvent => generator.subschema_for::<StorageEvent>(),
+            Self::RevertEvent => generator.subschema_for::<Reverted>(),
+            Self::ShowKillSwitch | Self::SetKillSwitch => {
+                generator.subschema_for::<crate::switch::SwitchReport>()
+            }
+        }
+    }
+
+    /// The failure codes the operation itself can answer with, beyond the
+    /// ones every operator call can (a missing or wrong token, a browser,
+    /// the database down, a bug, and 404 when the operator API is off).
+    pub fn failures(self) -> &'static [ErrorCode] {
+        use ErrorCode::*;
+        match self {
+            Self::ListProjects
+            | Self::ListAgents
+            | Self::ResetScopeCache
+            | Self::ShowKillSwitch => &[],
+            Self::ShowProject | Self::RemoveMember | Self::UnmountAgent => &[ValidationError],
+            Self::ListEvents => &[ValidationError],
+            Self::ShowEvent => &[ValidationError, Conflict],
+            Self::CreateProject | Self::MountAgent => &[ValidationError, PayloadTooLarge, Conflict],
+            Self::SetMember | Self::SetMount => &[ValidationError, PayloadTooLarge, Conflict],
+            Self::SetKillSwitch => &[ValidationError, PayloadTooLarge, Conflict],
+            Self::SetMemberName
+            | Self::SetMeta
+            | Self::SetSow
+            | Self::SetMilestone
+            | Self::CreateReport
+            | Self::UpdateReport
+            | Self::CreateMeeting
+            | Self::UpdateMeeting => &[ValidationError, PayloadTooLarge, Conflict],
+            Self::AttachMeetingFile | Self::RevertEvent => &[
+                ValidationError,
+                PayloadTooLarge,
+                Conflict,
+                UpstreamError,
+                UpstreamTimeout,
+                SourceNotConfigured,
+            ],
+        }
+    }
 }

@@ -98,15 +98,63 @@ where
             Some(_) => {}
         }
         let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
-        let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-            let (field, problem) = describe(&error);
-            invalid_field(&field, problem)
-        })?;
+        let value = match serde_path_to_error::deserialize(&mut deserializer) {
+            Ok(value) => value,
+            // JSON has one number type: `80.0` is the integer 80 (as JSON
+            // Schema says), which serde refuses where it expects one.
+            Err(error) if error.inner().to_string().contains("floating point") => {
+                let mut json: serde_json::Value = serde_json::from_slice(&bytes)
+                    .map_err(|e| invalid_field(".", strip_position(&e.to_string())))?;
+                integral_numbers(&mut json);
+                return serde_path_to_error::deserialize(json)
+                    .map(Self)
+                    .map_err(|error| {
+                        let (field, problem) = describe(&error);
+                        invalid_field(&field, problem)
+                    });
+            }
+            Err(error) => {
+                let (field, problem) = describe(&error);
+                return Err(invalid_field(&field, problem));
+            }
+        };
         deserializer.end().map_err(|error| {
             let message = strip_position(&error.to_string());
             invalid_field(".", format!("the body is not valid JSON ({message})"))
         })?;
         Ok(Self(value))
+    }
+}
+
+/// Turns every number with no fractional part (`80.0`) into an integer,
+/// where it fits one.
+fn integral_numbers(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Number(number) => {
+            if let Some(float) = number
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && number.is_f64())
+            {
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "only integral values inside the target range are converted"
+                )]
+                let integer = if float >= 0.0 && float <= u64::MAX as f64 {
+                    Some(serde_json::Number::from(float as u64))
+                } else if float < 0.0 && float >= i64::MIN as f64 {
+                    Some(serde_json::Number::from(float as i64))
+                } else {
+                    None
+                };
+                if let Some(integer) = integer {
+                    *number = integer;
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(integral_numbers),
+        serde_json::Value::Object(map) => map.values_mut().for_each(integral_numbers),
+        _ => {}
     }
 }
 
@@ -251,6 +299,48 @@ mod tests {
                 assert!(problem.starts_with(problem_start), "{body}: {problem}");
                 assert!(!problem.contains(" at line "), "{problem}");
             }
+        }
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Paging {
+        limit: u32,
+        #[serde(default)]
+        deep: Option<Vec<i64>>,
+    }
+
+    /// Found by schemathesis: JSON has one number type and JSON Schema
+    /// counts `80.0` as an integer; serde refused it where it expects one.
+    #[tokio::test]
+    async fn a_number_without_a_fraction_is_the_integer_it_names() {
+        let parse = |body: &'static str| async move {
+            let req = Request::builder()
+                .method("POST")
+                .uri("/x")
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body))
+                .unwrap();
+            StrictJson::<Paging>::from_request(req, &())
+                .await
+                .map(|StrictJson(v)| v)
+        };
+        let paging = parse(r#"{"limit": 80.0, "deep": [-3.0, 4]}"#)
+            .await
+            .unwrap();
+        assert_eq!((paging.limit, paging.deep), (80, Some(vec![-3, 4])));
+        for refused in [
+            r#"{"limit": 80.5}"#,
+            r#"{"limit": -1.0}"#,
+            r#"{"limit": 1e12}"#,
+            r#"{"limit": 80.0, "other": 1}"#,
+        ] {
+            let failure = parse(refused).await.unwrap_err();
+            assert_eq!(
+                failure.envelope().error_code(),
+                Some(ErrorCode::ValidationError),
+                "{refused}"
+            );
         }
     }
 

@@ -17,6 +17,8 @@
 //!   advance at `/agent-tools/project/…`;
 //! - [`switch`]: the kill switch for agents' file writes;
 //! - [`admin`]: the operator API at `/admin`;
+//! - [`openapi`]: the OpenAPI 3.1 document of the BFF and the operator
+//!   API, generated from the routers' tables and the handlers' types;
 //! - [`operator`]: business writes by a person (actor `direct`), shared by
 //!   the operator API, the CLI and `import`.
 //!
@@ -28,6 +30,7 @@ pub mod business;
 pub mod envelope;
 pub mod extract;
 pub mod nc;
+pub mod openapi;
 pub mod operator;
 pub mod pipeline;
 pub mod project;

@@ -109,7 +109,7 @@ pub fn path(at: &str, name: &str) -> String {
 }
 
 /// A change of the project's meta; absent fields keep their value.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MetaInput {
     /// Where the project stands.
@@ -177,7 +177,7 @@ fn planned() -> MilestoneStatus {
 }
 
 /// A milestone as a person sets it (its `seq` is given apart).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MilestoneInput {
     /// Its title.
@@ -217,7 +217,7 @@ impl MilestoneInput {
 
 /// The statement of work as a person writes it: the whole of it (what
 /// is not given is emptied).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SowInput {
     /// What the project is to achieve (markdown).
@@ -266,7 +266,7 @@ impl SowInput {
 }
 
 /// A report as a person writes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReportInput {
     /// Its title.
@@ -298,7 +298,7 @@ impl ReportInput {
 }
 
 /// A meeting as a person plans it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MeetingInput {
     /// Its title.
@@ -378,7 +378,7 @@ impl MeetingInput {
 }
 
 /// A text file to attach to a meeting.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AttachmentInput {
     /// Its file name (one path segment).
@@ -406,7 +406,8 @@ impl AttachmentInput {
 
 /// What a write answers: the record as it is now, and the event that
 /// changed it (none when nothing had to change).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Written{T}")]
 pub struct Written<T> {
     /// The record.
     #[serde(flatten)]

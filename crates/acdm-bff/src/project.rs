@@ -163,7 +163,7 @@ fn ok<T: Serialize>(data: T, message: impl Into<String>) -> Reply {
 async fn dispatch(state: ProjectState, op: ProjectOp, caller: Caller, req: Request) -> Reply {
     tracing::Span::current().record("op", op.label());
     if req.method().as_str() != op.method() {
-        return Err(Failure::new(
+        let mut refusal = Failure::new(
             ErrorCode::MethodNotAllowed,
             format!(
                 "{} is called with {}, not {}",
@@ -171,7 +171,14 @@ async fn dispatch(state: ProjectState, op: ProjectOp, caller: Caller, req: Reque
                 op.method(),
                 req.method()
             ),
-        ));
+        )
+        .into_response();
+        // RFC 9110 §15.5.6: a 405 lists the methods the resource allows.
+        refusal.headers_mut().insert(
+            axum::http::header::ALLOW,
+            axum::http::HeaderValue::from_static(op.method()),
+        );
+        return Ok(refusal);
     }
     caller.allow(op.access(), &describe(op))?;
     let ctx = Ctx {

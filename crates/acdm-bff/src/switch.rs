@@ -34,7 +34,7 @@ struct Inner {
 }
 
 /// What the switch looks like, for the operator API and the CLI.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct SwitchReport {
     /// Whether agents' file writes are allowed now.
     pub nc_writes_enabled: bool,

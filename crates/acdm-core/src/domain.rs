@@ -14,7 +14,9 @@ use crate::names::{AgentName, MountName, ProjectName, ProjectSlug, UserId};
 use crate::path::AbsPath;
 
 /// A project's stable internal id: a random UUID, never sequential.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(transparent)]
 pub struct ProjectId(Uuid);
 
@@ -56,7 +58,7 @@ impl fmt::Debug for ProjectId {
 }
 
 /// What the scope resolver returns: enough to address a project's data.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProjectRef {
     /// Internal id.
     pub id: ProjectId,
@@ -67,7 +69,7 @@ pub struct ProjectRef {
 }
 
 /// A project.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Project {
     /// Internal id.
     pub id: ProjectId,
@@ -161,7 +163,7 @@ name_enum!(
 );
 
 /// A member of a project.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Member {
     /// The user.
     pub user_id: UserId,
@@ -172,7 +174,7 @@ pub struct Member {
 }
 
 /// One of a project's folders in the file store.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Mount {
     /// Name agents use to pick it (`project` is the default mount).
     pub name: MountName,
@@ -186,7 +188,7 @@ pub struct Mount {
 pub const DEFAULT_MOUNT: &str = "project";
 
 /// An agent mounted on a project.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentMount {
     /// The agent.
     pub agent_name: AgentName,
@@ -201,7 +203,7 @@ pub struct AgentMount {
 }
 
 /// A project with everything provisioned for it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProjectDetails {
     /// The project.
     #[serde(flatten)]

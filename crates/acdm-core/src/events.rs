@@ -186,7 +186,7 @@ name_enum!(
 );
 
 /// Who an event is attributed to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Actor {
     /// Agent, person or system.
     pub kind: ActorKind,
@@ -232,7 +232,7 @@ impl Actor {
 
 /// One server-side step in the file store. Contents never travel in a
 /// step: only paths, sizes and digests.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "step", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Step {
     /// Copy `from` to `to` (which must not exist), keeping what is about
@@ -447,7 +447,7 @@ pub struct NewEvent {
 }
 
 /// A stored event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StorageEvent {
     /// Its id.
     pub id: EventId,

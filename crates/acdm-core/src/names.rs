@@ -180,7 +180,7 @@ fn check_opaque(input: &str, max: usize) -> Result<(), IdError> {
     if input.trim().is_empty() {
         return Err(IdError::Empty);
     }
-    if input.len() > max {
+    if input.chars().count() > max {
         return Err(IdError::TooLong { max });
     }
     if input.chars().any(text::is_control) {
@@ -198,7 +198,7 @@ fn check_opaque(input: &str, max: usize) -> Result<(), IdError> {
 macro_rules! string_newtype {
     ($(#[$doc:meta])* $name:ident, $err:ty, $parse:expr) => {
         $(#[$doc])*
-        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(try_from = "String", into = "String")]
         pub struct $name(String);
 
@@ -307,7 +307,7 @@ string_newtype!(
 );
 
 string_newtype!(
-    /// A user id as sent in `X-ACDM-User-Id`: opaque, 1–256 bytes, no
+    /// A user id as sent in `X-ACDM-User-Id`: opaque, 1–256 characters, no
     /// control or invisible characters, no surrounding whitespace.
     UserId,
     IdError,
@@ -316,7 +316,7 @@ string_newtype!(
 
 string_newtype!(
     /// A conversation thread id as sent in `X-ACDM-Thread-Id`: opaque,
-    /// 1–256 bytes, no control or invisible characters, no surrounding whitespace.
+    /// 1–256 characters, no control or invisible characters, no surrounding whitespace.
     ThreadId,
     IdError,
     |s| check_opaque(s, 256).map(|()| s.to_owned())
@@ -382,9 +382,116 @@ impl RequestId {
     }
 }
 
+/// Each name's JSON Schema states its rule (a pattern and bounds), so a
+/// schema and the parser agree on what is a name: the ASCII names exactly;
+/// the opaque ids and project names as far as a regular expression can
+/// (controls, invisible characters, padding, look-alike separators, dot
+/// edges and percent escapes are all in the pattern; NFKC look-alikes of
+/// `.`/`/` and the 250-byte cap of project names are checked by the
+/// parser only).
+macro_rules! name_schema {
+    ($name:ident, $schema:expr) => {
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                let schema: serde_json::Value = $schema;
+                schemars::Schema::try_from(schema).unwrap_or_default()
+            }
+        }
+    };
+}
+
+/// Characters no opaque id or project name may hold: controls (Cc) and
+/// the invisible ones of [`text::is_invisible`], as a regex class body.
+fn forbidden_class() -> &'static str {
+    text::forbidden_class!()
+}
+
+fn opaque_schema(description: &str) -> serde_json::Value {
+    let bad = forbidden_class();
+    serde_json::json!({
+        "type": "string",
+        "description": description,
+        "minLength": 1,
+        "maxLength": 256,
+        "pattern": format!(r"^[^\s{bad}]([^{bad}]*[^\s{bad}])?$"),
+    })
+}
+
+fn ascii_schema(description: &str, pattern: &str) -> serde_json::Value {
+    serde_json::json!({ "type": "string", "description": description, "pattern": pattern })
+}
+
+name_schema!(
+    ProjectSlug,
+    ascii_schema(
+        "a project's slug: 1–63 of a-z, 0-9, '-', starting and ending with a letter or digit",
+        "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
+    )
+);
+name_schema!(
+    AgentName,
+    ascii_schema(
+        "an agent's name: 1–128 of A-Z, a-z, 0-9, '.', '_', '-', starting with a letter or digit",
+        "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+    )
+);
+name_schema!(
+    MountName,
+    ascii_schema(
+        "a mount's name: 1–63 of a-z, 0-9, '_', '-', starting and ending with a letter or digit",
+        "^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$"
+    )
+);
+name_schema!(
+    RequestId,
+    ascii_schema(
+        "a request id: 1–64 of A-Z, a-z, 0-9, '.', '_', ':', '-', starting with a letter or digit",
+        "^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"
+    )
+);
+name_schema!(
+    UserId,
+    opaque_schema(
+        "a user id: 1–256 characters, no control or invisible characters, no surrounding whitespace"
+    )
+);
+name_schema!(
+    ThreadId,
+    opaque_schema(
+        "a thread id: 1–256 characters, no control or invisible characters, no surrounding whitespace"
+    )
+);
+name_schema!(ProjectName, {
+    let bad = forbidden_class();
+    let separators = r"/\\\u2044\u2215\u2216\u29f5\u29f8\u29f9\ufe68\uff0f\uff3c\uefc8\uf025";
+    serde_json::json!({
+        "type": "string",
+        "description": "a project's display name and folder name: 1–100 characters (at most 250 bytes), no '/', '\\', look-alike separators, control or invisible characters, no leading dot, no trailing dot, no surrounding whitespace, no percent escapes",
+        "minLength": 1,
+        "maxLength": 100,
+        "pattern": format!(
+            r"^(?!.*%([0-9A-Fa-f]{{2}}|[uU][0-9A-Fa-f]{{4}}))[^\s.{bad}{separators}]([^{bad}{separators}]*[^\s.{bad}{separators}])?$"
+        ),
+    })
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by schemathesis: the schema bounds user ids in characters
+    /// (JSON Schema's `maxLength`), the parser counted bytes.
+    #[test]
+    fn user_and_thread_ids_are_bounded_in_characters() {
+        let long = "é".repeat(256);
+        assert!(UserId::parse(&long).is_ok());
+        assert!(ThreadId::parse(&long).is_ok());
+        assert!(UserId::parse(&"é".repeat(257)).is_err());
+    }
 
     fn check_project_name(input: &str, expected: Result<&str, SegmentError>) {
         let got = ProjectName::parse(input);

@@ -60,6 +60,21 @@ impl NcOp {
         }
     }
 
+    /// The same schema as a subschema of `generator` (a `$ref` to its
+    /// definitions for named types), for documents that collect every
+    /// operation's types in one place (the OpenAPI document).
+    pub fn request_subschema(self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        match self {
+            Self::ListMounts => generator.subschema_for::<ListMountsRequest>(),
+            Self::List => generator.subschema_for::<ListRequest>(),
+            Self::Read => generator.subschema_for::<ReadRequest>(),
+            Self::Search => generator.subschema_for::<SearchRequest>(),
+            Self::Write => generator.subschema_for::<WriteRequest>(),
+            Self::Delete => generator.subschema_for::<DeleteRequest>(),
+            Self::Move => generator.subschema_for::<MoveRequest>(),
+        }
+    }
+
     /// The JSON Schema of the `data` of its success.
     pub fn data_schema(self) -> schemars::Schema {
         match self {
@@ -70,6 +85,21 @@ impl NcOp {
             Self::Write => schemars::schema_for!(WriteData),
             Self::Delete => schemars::schema_for!(DeleteData),
             Self::Move => schemars::schema_for!(MoveData),
+        }
+    }
+
+    /// The same schema as a subschema of `generator` (a `$ref` to its
+    /// definitions for named types), for documents that collect every
+    /// operation's types in one place (the OpenAPI document).
+    pub fn data_subschema(self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        match self {
+            Self::ListMounts => generator.subschema_for::<MountsData>(),
+            Self::List => generator.subschema_for::<ListData>(),
+            Self::Read => generator.subschema_for::<ReadData>(),
+            Self::Search => generator.subschema_for::<SearchData>(),
+            Self::Write => generator.subschema_for::<WriteData>(),
+            Self::Delete => generator.subschema_for::<DeleteData>(),
+            Self::Move => generator.subschema_for::<MoveData>(),
         }
     }
 }

@@ -357,6 +357,21 @@ impl TryFrom<String> for AbsPath {
     }
 }
 
+/// An absolute path is a string on the wire (`/Projects/Alpha`).
+impl schemars::JsonSchema for AbsPath {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AbsPath".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "An absolute path in the file store's user tree (`/Projects/Alpha`): `/`-separated names, no `.`, `..` or empty segments.",
+            "pattern": "^(?!.*/\\.{1,2}(/|$))(/[^/\\\\\\u0000-\\u001f\\u007f-\\u009f]+)+$"
+        })
+    }
+}
+
 impl From<AbsPath> for String {
     fn from(value: AbsPath) -> String {
         value.to_string()

@@ -53,12 +53,33 @@ impl ProjectOp {
         }
     }
 
+    /// The same schema as a subschema of `generator` (a `$ref` to its
+    /// definitions for named types), for documents that collect every
+    /// operation's types in one place (the OpenAPI document).
+    pub fn request_subschema(self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        match self {
+            Self::Overview | Self::Sow => generator.subschema_for::<EmptyRequest>(),
+            Self::AdvanceMilestone => generator.subschema_for::<AdvanceMilestoneRequest>(),
+        }
+    }
+
     /// The JSON Schema of the `data` of its success.
     pub fn data_schema(self) -> schemars::Schema {
         match self {
             Self::Overview => schemars::schema_for!(OverviewData),
             Self::Sow => schemars::schema_for!(SowData),
             Self::AdvanceMilestone => schemars::schema_for!(AdvanceData),
+        }
+    }
+
+    /// The same schema as a subschema of `generator` (a `$ref` to its
+    /// definitions for named types), for documents that collect every
+    /// operation's types in one place (the OpenAPI document).
+    pub fn data_subschema(self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        match self {
+            Self::Overview => generator.subschema_for::<OverviewData>(),
+            Self::Sow => generator.subschema_for::<SowData>(),
+            Self::AdvanceMilestone => generator.subschema_for::<AdvanceData>(),
         }
     }
 }

@@ -8,6 +8,16 @@
 use unicode_normalization::UnicodeNormalization;
 
 /// True for C0 controls, DEL and C1 controls (U+0080–U+009F).
+/// The characters [`is_control`] and [`is_invisible`] match, as the body
+/// of a regex character class (for the JSON Schemas that state the same
+/// rules); `text::tests` checks the two agree.
+macro_rules! forbidden_class {
+    () => {
+        "\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufffb\u{1D173}-\u{1D17A}\u{E0000}-\u{E0FFF}"
+    };
+}
+pub(crate) use forbidden_class;
+
 pub(crate) fn is_control(c: char) -> bool {
     c.is_control()
 }
@@ -96,6 +106,44 @@ pub(crate) fn looks_percent_encoded(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The characters a class body such as [`forbidden_class!`] names.
+    fn class_members(class: &str) -> Vec<(char, char)> {
+        let mut atoms = Vec::new();
+        let mut chars = class.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                assert_eq!(chars.next(), Some('u'));
+                let hex: String = chars.by_ref().take(4).collect();
+                atoms.push(char::from_u32(u32::from_str_radix(&hex, 16).unwrap()).unwrap());
+            } else if c == '-' {
+                atoms.push('-');
+            } else {
+                atoms.push(c);
+            }
+        }
+        let mut ranges = Vec::new();
+        let mut i = 0;
+        while i < atoms.len() {
+            if atoms.get(i + 1) == Some(&'-') {
+                ranges.push((atoms[i], atoms[i + 2]));
+                i += 3;
+            } else {
+                ranges.push((atoms[i], atoms[i]));
+                i += 1;
+            }
+        }
+        ranges
+    }
+
+    #[test]
+    fn the_schema_class_names_exactly_the_control_and_invisible_characters() {
+        let ranges = class_members(forbidden_class!());
+        for c in (0..=0x10FFFF_u32).filter_map(char::from_u32) {
+            let in_class = ranges.iter().any(|(from, to)| (*from..=*to).contains(&c));
+            assert_eq!(in_class, is_control(c) || is_invisible(c), "{c:?}");
+        }
+    }
 
     #[test]
     fn percent_detection_matches_escapes_only() {

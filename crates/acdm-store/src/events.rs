@@ -183,6 +183,16 @@ pub struct EventFilter {
     pub before: Option<EventId>,
     /// At most this many (clamped to 1..=500).
     pub limit: u32,
+    /// Only events of this acting user.
+    pub user: Option<UserId>,
+    /// Only events of this conversation thread.
+    pub thread: Option<ThreadId>,
+    /// Only events of this kind.
+    pub op: Option<EventOp>,
+    /// Only events recorded at or after this time.
+    pub since: Option<DateTime<Utc>>,
+    /// Only events recorded before this time.
+    pub until: Option<DateTime<Utc>>,
 }
 
 impl Default for EventFilter {
@@ -194,12 +204,17 @@ impl Default for EventFilter {
             status: None,
             before: None,
             limit: 50,
+            user: None,
+            thread: None,
+            op: None,
+            since: None,
+            until: None,
         }
     }
 }
 
 /// A run-time switch as an operator last set it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct SwitchState {
     /// On or off.
     pub enabled: bool,
@@ -579,6 +594,21 @@ impl Store {
         }
         if let Some(status) = filter.status {
             push("e.status = $?", Bind::Text(status.as_str().to_owned()));
+        }
+        if let Some(user) = &filter.user {
+            push("e.user_id = $?", Bind::Text(user.to_string()));
+        }
+        if let Some(thread) = &filter.thread {
+            push("e.thread_id = $?", Bind::Text(thread.to_string()));
+        }
+        if let Some(op) = filter.op {
+            push("e.op = $?", Bind::Text(op.as_str().to_owned()));
+        }
+        if let Some(since) = filter.since {
+            push("e.created_at >= $?", Bind::Time(since));
+        }
+        if let Some(until) = filter.until {
+            push("e.created_at < $?", Bind::Time(until));
         }
         let limit = i64::from(filter.limit.clamp(1, MAX_LIMIT));
         let rows: Vec<EventRow> = with_pool!(&self.pool, p => {

@@ -155,7 +155,7 @@ impl AgentMountRow {
 }
 
 /// Whether an upsert created a record or changed an existing one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Upsert {
     /// A new record.
@@ -165,7 +165,7 @@ pub enum Upsert {
 }
 
 /// What mounting an agent did.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct AgentMountChange {
     /// The agent's active mount now.
     pub mount: AgentMount,

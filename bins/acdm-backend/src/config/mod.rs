@@ -130,6 +130,11 @@ settings! {
         /// Bearer token of the operator API at `/admin`. Empty disables the API (every `/admin`
         /// path is 404). At least 32 visible ASCII characters, and never the service token.
         admin_token: Option<SecretString> = "ACDM_ADMIN_TOKEN", default "(empty)", Optional(Token);
+        /// The operator console (`/console`, enabled with the admin token) is reached over HTTPS
+        /// (a TLS-terminating proxy in front): its session cookie is marked `Secure`. Set it
+        /// wherever the console is served over TLS; the cookie is `HttpOnly` and
+        /// `SameSite=Strict` either way.
+        console_secure_cookie: bool = "ACDM_CONSOLE_SECURE_COOKIE", default "false", Bool;
         /// Kill switch for file writes made through agents. `false` refuses them with
         /// `kill_switch_off` and operators cannot enable them at run time; with `true`, operators
         /// can switch writes off (and on again) at run time for every server (`PUT

@@ -295,6 +295,34 @@ pub fn check_line(value: &str, max: usize) -> Result<(), FieldError> {
     Ok(())
 }
 
+/// What [`check_line`] accepts, as a JSON Schema pattern (the length is
+/// the schema's `maxLength`): no controls or invisible characters, no
+/// surrounding whitespace, not blank.
+pub const LINE_PATTERN: &str = concat!(
+    "^[^\\s",
+    crate::text::forbidden_class!(),
+    "]([^",
+    crate::text::forbidden_class!(),
+    "]*[^\\s",
+    crate::text::forbidden_class!(),
+    "])?$"
+);
+
+/// [`LINE_PATTERN`], or empty (an optional line an empty value clears).
+pub const OPTIONAL_LINE_PATTERN: &str = concat!(
+    "^([^\\s",
+    crate::text::forbidden_class!(),
+    "]([^",
+    crate::text::forbidden_class!(),
+    "]*[^\\s",
+    crate::text::forbidden_class!(),
+    "])?)?$"
+);
+
+/// What [`check_text`] accepts, as a JSON Schema pattern: any text but
+/// control characters other than tab, line feed and carriage return.
+pub const TEXT_PATTERN: &str = "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$";
+
 /// Checks a multi-line text field (agenda, notes, a body, a comment): at
 /// most `max` characters; tabs and line breaks allowed, other control
 /// characters not. May be empty.
@@ -575,7 +603,7 @@ pub struct ReportDetails {
 
 /// One business row as the journal keeps it: the before- or after-image of
 /// a write. A [`crate::events::Step::Row`] holds two of them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "table", rename_all = "snake_case", deny_unknown_fields)]
 pub enum RowImage {
     /// A meeting with its attendees.

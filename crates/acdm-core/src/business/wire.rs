@@ -86,6 +86,27 @@ impl BusinessOp {
         }
     }
 
+    /// The same schema as a subschema of `generator` (a `$ref` to its
+    /// definitions for named types), for documents that collect every
+    /// operation's types in one place (the OpenAPI document).
+    pub fn request_subschema(self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        match self {
+            Self::ListMeetings => generator.subschema_for::<ListMeetingsRequest>(),
+            Self::GetMeeting => generator.subschema_for::<MeetingRequest>(),
+            Self::CreateMeeting => generator.subschema_for::<CreateMeetingRequest>(),
+            Self::UpdateMeeting => generator.subschema_for::<UpdateMeetingRequest>(),
+            Self::DeleteMeeting => generator.subschema_for::<DeleteMeetingRequest>(),
+            Self::ListMeetingFiles => generator.subschema_for::<MeetingRequest>(),
+            Self::AttachMeetingFile => generator.subschema_for::<AttachMeetingFileRequest>(),
+            Self::DeleteMeetingFile => generator.subschema_for::<DeleteMeetingFileRequest>(),
+            Self::ListCalendar => generator.subschema_for::<ListCalendarRequest>(),
+            Self::ListReports => generator.subschema_for::<ListReportsRequest>(),
+            Self::GetReport => generator.subschema_for::<ReportRequest>(),
+            Self::UpdateReportStatus => generator.subschema_for::<UpdateReportStatusRequest>(),
+            Self::ListMembers | Self::GetProjectMeta => generator.subschema_for::<EmptyRequest>(),
+        }
+    }
+
     /// The JSON Schema of the `data` of its success.
     pub fn data_schema(self) -> schemars::Schema {
         match self {
@@ -103,6 +124,30 @@ impl BusinessOp {
             Self::UpdateReportStatus => schemars::schema_for!(ReportStatusData),
             Self::ListMembers => schemars::schema_for!(Paged<MemberInfo>),
             Self::GetProjectMeta => schemars::schema_for!(ProjectMeta),
+        }
+    }
+
+    /// The same schema as a subschema of `generator` (a `$ref` to its
+    /// definitions for named types), for documents that collect every
+    /// operation's types in one place (the OpenAPI document).
+    pub fn data_subschema(self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        match self {
+            Self::ListMeetings => generator.subschema_for::<Paged<Meeting>>(),
+            Self::GetMeeting => generator.subschema_for::<MeetingData>(),
+            Self::CreateMeeting | Self::UpdateMeeting => {
+                generator.subschema_for::<MeetingWritten>()
+            }
+            Self::DeleteMeeting => generator.subschema_for::<DeleteMeetingData>(),
+            Self::ListMeetingFiles => generator.subschema_for::<Paged<MeetingFile>>(),
+            Self::AttachMeetingFile | Self::DeleteMeetingFile => {
+                generator.subschema_for::<MeetingFileWritten>()
+            }
+            Self::ListCalendar => generator.subschema_for::<Paged<CalendarEntry>>(),
+            Self::ListReports => generator.subschema_for::<Paged<Report>>(),
+            Self::GetReport => generator.subschema_for::<ReportDetails>(),
+            Self::UpdateReportStatus => generator.subschema_for::<ReportStatusData>(),
+            Self::ListMembers => generator.subschema_for::<Paged<MemberInfo>>(),
+            Self::GetProjectMeta => generator.subschema_for::<ProjectMeta>(),
         }
     }
 }
@@ -154,7 +199,7 @@ pub struct MeetingRequest {
 #[serde(deny_unknown_fields)]
 pub struct CreateMeetingRequest {
     /// 1–200 characters, one line.
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(length(min = 1, max = 200), regex(pattern = super::LINE_PATTERN))]
     pub title: String,
     /// When it starts, RFC 3339 with an offset.
     pub starts_at: DateTime<FixedOffset>,
@@ -162,15 +207,15 @@ pub struct CreateMeetingRequest {
     pub ends_at: DateTime<FixedOffset>,
     /// Where (a room, a link); up to 500 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 500))]
+    #[schemars(length(max = 500), regex(pattern = super::OPTIONAL_LINE_PATTERN))]
     pub location: Option<String>,
     /// What will be discussed (markdown, up to 20,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 20000))]
+    #[schemars(length(max = 20000), regex(pattern = super::TEXT_PATTERN))]
     pub agenda: Option<String>,
     /// Notes (markdown, up to 20,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 20000))]
+    #[schemars(length(max = 20000), regex(pattern = super::TEXT_PATTERN))]
     pub notes: Option<String>,
     /// User ids of project members (see `list_members`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -190,7 +235,7 @@ pub struct UpdateMeetingRequest {
     pub if_version: i64,
     /// New title (1–200 characters, one line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(length(min = 1, max = 200), regex(pattern = super::LINE_PATTERN))]
     pub title: Option<String>,
     /// New start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -200,15 +245,15 @@ pub struct UpdateMeetingRequest {
     pub ends_at: Option<DateTime<FixedOffset>>,
     /// New location (empty clears it; up to 500 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 500))]
+    #[schemars(length(max = 500), regex(pattern = super::OPTIONAL_LINE_PATTERN))]
     pub location: Option<String>,
     /// New agenda (empty clears it; up to 20,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 20000))]
+    #[schemars(length(max = 20000), regex(pattern = super::TEXT_PATTERN))]
     pub agenda: Option<String>,
     /// New notes (empty clears them; up to 20,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 20000))]
+    #[schemars(length(max = 20000), regex(pattern = super::TEXT_PATTERN))]
     pub notes: Option<String>,
     /// The whole new list of attendees (member user ids).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -297,7 +342,7 @@ pub struct UpdateReportStatusRequest {
     pub to: ReportStatus,
     /// Why (required for `rejected`; up to 2,000 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 2000))]
+    #[schemars(length(max = 2000), regex(pattern = super::TEXT_PATTERN))]
     pub comment: Option<String>,
     /// The `version` you read; a stale one is a `conflict`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -306,6 +351,7 @@ pub struct UpdateReportStatusRequest {
 
 /// One page of a list: every list answers with this envelope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "Paged{T}")]
 pub struct Paged<T> {
     /// The items of this page.
     pub items: Vec<T>,

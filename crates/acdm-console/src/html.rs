@@ -1,0 +1,113 @@
+//! Building pages: every value goes through [`esc`] (HTML-escaped for
+//! text and attribute values alike), and the layout links only the
+//! console's own stylesheet — no script, no other host.
+
+use std::fmt::Write as _;
+
+/// `text` escaped for HTML text and double-quoted attribute values.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `text` as a URL query value (percent-encoded, then safe in HTML).
+pub fn query_value(text: &str) -> String {
+    let mut out = String::new();
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
+    out
+}
+
+/// A whole page: the navigation (with a sign-out form when signed in),
+/// the title and `body` (already HTML).
+pub fn page(title: &str, signed_in: Option<(&str, &str)>, body: &str) -> String {
+    let nav = match signed_in {
+        Some((user, csrf)) => format!(
+            "<a href=\"/console/projects\">Projects</a>\
+             <a href=\"/console/events\">Audit trail</a>\
+             <a href=\"/console/kill-switch\">Kill switch</a>\
+             <a href=\"/api-docs\">API</a>\
+             <form method=\"post\" action=\"/console/sign-out\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+             <span>{}</span> <button type=\"submit\">Sign out</button></form>",
+            esc(csrf),
+            esc(user)
+        ),
+        None => String::new(),
+    };
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{} · acdm console</title>\
+         <link rel=\"stylesheet\" href=\"/console/assets/console.css\"></head>\
+         <body><header><a href=\"/console\">acdm console</a>{nav}</header>\
+         <main><h1>{}</h1>\n{body}\n</main></body></html>\n",
+        esc(title),
+        esc(title)
+    )
+}
+
+/// A hidden CSRF field.
+pub fn csrf_field(csrf: &str) -> String {
+    format!(
+        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+        esc(csrf)
+    )
+}
+
+/// A table from a header row and rows of cells (already HTML).
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = String::from("<table><thead><tr>");
+    for header in headers {
+        let _ = write!(out, "<th>{}</th>", esc(header));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for row in rows {
+        out.push_str("<tr>");
+        for cell in row {
+            let _ = write!(out, "<td>{cell}</td>");
+        }
+        out.push_str("</tr>");
+    }
+    if rows.is_empty() {
+        let _ = write!(
+            out,
+            "<tr><td colspan=\"{}\">nothing here</td></tr>",
+            headers.len()
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_and_quotes_are_escaped() {
+        assert_eq!(
+            esc("<script>alert('x')</script>&\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"
+        );
+        assert_eq!(query_value("a b&c=<d>"), "a%20b%26c%3D%3Cd%3E");
+        let page = page("<b>", None, "");
+        assert!(page.contains("&lt;b&gt;") && !page.contains("<b>"));
+        assert!(!page.contains("<script"));
+    }
+}

@@ -1,0 +1,1279 @@
+//! acdm-console: the operator console at `/console` — server-rendered
+//! HTML for the people who run the service (spec §9).
+//!
+//! - [`session`]: signed session cookies and CSRF tokens, no server-side
+//!   state (any replica serves any request);
+//! - [`html`]: escaping and the page layout;
+//! - [`diff`]: the line diff an event's page shows;
+//! - this module: the routes, the guard in front of them (security
+//!   headers on every answer; a session for every page but sign-in; a
+//!   same-origin request and the session's CSRF token for every form
+//!   post) and the pages: projects (members, mounts, agents, business
+//!   view), the audit trail (filters, each event with its diff, revert
+//!   with a confirmation, reverts linked both ways), the kill switch and
+//!   the scope-cache reset.
+//!
+//! Every read works without JavaScript (there is none); every change is a
+//! form posted after a confirmation page.
+//!
+//! **Architecture invariant:** HTML only — no JSON API here; writes go
+//! through the journal (reverts), the store (provisioning, the kill
+//! switch) and the resolver, as the operator API's do.
+
+pub mod api_docs;
+pub mod diff;
+pub mod html;
+pub mod session;
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use acdm_bff::switch::KillSwitch;
+use acdm_core::events::{Actor, EventId, EventOp, EventStatus, Step, StorageEvent};
+use acdm_core::{AbsPath, AgentName, ProjectSlug, ScopeResolver, ThreadId, TokenDigest, UserId};
+use acdm_journal::Journal;
+use acdm_sources::ReadRange;
+use acdm_store::{EventFilter, NC_WRITES_SWITCH, Store};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use chrono::{DateTime, NaiveDate, Utc};
+
+use crate::html::{csrf_field, esc, page, query_value, table};
+use crate::session::{COOKIE, LIFETIME_SECONDS, Session, SessionKey};
+
+/// The strict policy of every console answer: only this origin's
+/// stylesheet, no script at all, forms only to this origin, never framed.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// The console's stylesheet, served by the binary.
+const CSS: &str = include_str!("../assets/console.css");
+
+/// The most bytes of a file an event page reads for its diff.
+const DIFF_BYTES: u64 = 256 * 1024;
+
+/// What the console needs.
+#[derive(Clone)]
+pub struct ConsoleState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    journal: Journal,
+    switch: KillSwitch,
+    resolver: Arc<ScopeResolver>,
+    token: TokenDigest,
+    key: SessionKey,
+    secure_cookie: bool,
+}
+
+impl ConsoleState {
+    /// The console over `journal`'s store, for the deployment whose admin
+    /// token is `admin_token` (sign-in checks it; sessions are signed
+    /// with a key derived from it). `secure_cookie`: the console is
+    /// reached over HTTPS (a TLS proxy in front), so the cookie is
+    /// `Secure`.
+    pub fn new(
+        journal: Journal,
+        switch: KillSwitch,
+        resolver: Arc<ScopeResolver>,
+        admin_token: &str,
+        secure_cookie: bool,
+    ) -> Option<Self> {
+        let token = TokenDigest::of(admin_token)?;
+        Some(Self {
+            inner: Arc::new(Inner {
+                store: journal.store().clone(),
+                journal,
+                switch,
+                resolver,
+                token,
+                key: SessionKey::derive(admin_token.as_bytes()),
+                secure_cookie,
+            }),
+        })
+    }
+}
+
+/// The `/console` routes behind their guard.
+pub fn router(state: ConsoleState) -> Router {
+    Router::new()
+        .route("/console", get(home))
+        .route("/console/", get(home))
+        .route("/console/assets/console.css", get(stylesheet))
+        .route("/console/sign-in", get(sign_in_page).post(sign_in))
+        .route("/console/sign-out", post(sign_out))
+        .route("/console/projects", get(projects))
+        .route("/console/projects/{slug}", get(project))
+        .route("/console/projects/{slug}/agents", post(mount_agent))
+        .route("/console/agents/{agent}/unmount", post(unmount_agent))
+        .route("/console/events", get(events))
+        .route("/console/projects/{slug}/events/{id}", get(event))
+        .route("/console/projects/{slug}/events/{id}/revert", post(revert))
+        .route(
+            "/console/kill-switch",
+            get(kill_switch).post(set_kill_switch),
+        )
+        .route("/console/scope-cache/reset", post(reset_scope_cache))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), guard))
+        .with_state(state)
+}
+
+/// The signed-in operator, a request extension set by [`guard`].
+#[derive(Clone)]
+struct Operator {
+    session: Session,
+    csrf: String,
+}
+
+fn now() -> i64 {
+    Utc::now().timestamp()
+}
+
+fn cookie_value(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// Whether a form post comes from a console page. A browser says where
+/// a request comes from: `Sec-Fetch-Site` (all current browsers) must be
+/// `same-origin`; without it, an `Origin` must name this host. A client
+/// that sends neither is not a browser acting for another site (and still
+/// needs the session's CSRF token).
+fn same_origin(headers: &HeaderMap) -> bool {
+    if let Some(site) = headers.get("sec-fetch-site") {
+        return site == "same-origin";
+    }
+    match (headers.get(header::ORIGIN), headers.get(header::HOST)) {
+        (None, _) => true,
+        (Some(origin), Some(host)) => {
+            let (Ok(origin), Ok(host)) = (origin.to_str(), host.to_str()) else {
+                return false;
+            };
+            origin
+                .split_once("://")
+                .is_some_and(|(_, authority)| authority == host)
+        }
+        (Some(_), None) => false,
+    }
+}
+
+/// In front of every console route: security headers on every answer;
+/// every page but sign-in (and the stylesheet) needs a valid session, and
+/// every post a same-origin request carrying the session's CSRF token.
+async fn guard(State(state): State<ConsoleState>, req: Request, next: Next) -> Response {
+    let mut response = guard_inner(state, req, next).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        // Not `no-referrer`: with it, browsers send `Origin: null` on
+        // the console's own form posts.
+        HeaderValue::from_static("same-origin"),
+    );
+    headers.insert(
+        "cross-origin-opener-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}
+
+async fn guard_inner(state: ConsoleState, mut req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_owned();
+    let is_post = req.method() == axum::http::Method::POST;
+    if is_post && !same_origin(req.headers()) {
+        return refusal(
+            StatusCode::FORBIDDEN,
+            "This form was posted from another site; the console accepts its own forms only.",
+        );
+    }
+    if path == "/console/sign-in" || path == "/console/assets/console.css" {
+        return next.run(req).await;
+    }
+    let session = cookie_value(req.headers()).and_then(|v| state.inner.key.open(&v, now()));
+    let Some(session) = session else {
+        if is_post {
+            return refusal(
+                StatusCode::UNAUTHORIZED,
+                "You are not signed in (or your session ended). Sign in again.",
+            );
+        }
+        return Redirect::to("/console/sign-in").into_response();
+    };
+    let csrf = state.inner.key.csrf(&session);
+    if is_post {
+        // The CSRF token travels in the form body: read it, check it, and
+        // hand the body on.
+        let (parts, body) = req.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, 64 * 1024).await else {
+            return refusal(StatusCode::PAYLOAD_TOO_LARGE, "This form is too large.");
+        };
+        let fields = form_fields(&bytes);
+        let token = fields.get("csrf").map(String::as_str).unwrap_or_default();
+        if !state.inner.key.csrf_matches(&session, token) {
+            return refusal(
+                StatusCode::FORBIDDEN,
+                "This form's security token is missing or wrong. Reload the page and try again.",
+            );
+        }
+        req = Request::from_parts(parts, axum::body::Body::from(bytes));
+    }
+    req.extensions_mut().insert(Operator { session, csrf });
+    next.run(req).await
+}
+
+fn refusal(status: StatusCode, message: &str) -> Response {
+    let body = page(
+        "Refused",
+        None,
+        &format!(
+            "<p class=\"banner off\">{}</p><p><a href=\"/console/sign-in\">Sign in</a></p>",
+            esc(message)
+        ),
+    );
+    (status, html_headers(), body).into_response()
+}
+
+fn html_headers() -> [(header::HeaderName, &'static str); 1] {
+    [(header::CONTENT_TYPE, "text/html; charset=utf-8")]
+}
+
+fn html(body: String) -> Response {
+    (html_headers(), body).into_response()
+}
+
+fn not_found(operator: &Operator, what: &str) -> Response {
+    let body = page(
+        "Not found",
+        Some((&operator.session.user, &operator.csrf)),
+        &format!("<p class=\"banner warn\">{}</p>", esc(what)),
+    );
+    (StatusCode::NOT_FOUND, html_headers(), body).into_response()
+}
+
+fn failed(operator: &Operator, what: &str) -> Response {
+    let body = page(
+        "Not done",
+        Some((&operator.session.user, &operator.csrf)),
+        &format!("<p class=\"banner off\">{}</p>", esc(what)),
+    );
+    (StatusCode::CONFLICT, html_headers(), body).into_response()
+}
+
+/// `application/x-www-form-urlencoded` fields (the last value of a name).
+fn form_fields(bytes: &[u8]) -> HashMap<String, String> {
+    let text = String::from_utf8_lossy(bytes);
+    text.split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (form_decode(name), form_decode(value))
+        })
+        .collect()
+}
+
+fn form_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                if let Some(value) = hex {
+                    out.push(value);
+                    i += 2;
+                } else {
+                    out.push(b'%');
+                }
+            }
+            other => out.push(other),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn signed_in(operator: &Operator) -> Option<(&str, &str)> {
+    Some((&operator.session.user, &operator.csrf))
+}
+
+// ---- sign-in ----------------------------------------------------------------
+
+async fn home() -> Redirect {
+    Redirect::to("/console/projects")
+}
+
+async fn stylesheet() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        CSS,
+    )
+        .into_response()
+}
+
+fn sign_in_form(problem: Option<&str>) -> String {
+    let problem = problem
+        .map(|p| format!("<p class=\"banner off\">{}</p>", esc(p)))
+        .unwrap_or_default();
+    page(
+        "Sign in",
+        None,
+        &format!(
+            "{problem}<form method=\"post\" action=\"/console/sign-in\"><fieldset>\
+             <p><label>Admin token <input type=\"password\" name=\"token\" autocomplete=\"off\" required></label></p>\
+             <p><label>Your user id <input type=\"text\" name=\"user\" required placeholder=\"u-ops\"></label> \
+             (recorded as the person behind every change you make)</p>\
+             <p><button type=\"submit\">Sign in</button></p></fieldset></form>"
+        ),
+    )
+}
+
+async fn sign_in_page() -> Response {
+    html(sign_in_form(None))
+}
+
+async fn sign_in(State(state): State<ConsoleState>, body: Bytes) -> Response {
+    let fields = form_fields(&body);
+    let token = fields.get("token").map(String::as_str).unwrap_or_default();
+    let user = fields.get("user").map(String::as_str).unwrap_or_default();
+    if !state.inner.token.matches(token.as_bytes()) {
+        tracing::warn!("console sign-in refused: not the admin token");
+        let page = sign_in_form(Some("That is not this deployment's admin token."));
+        return (StatusCode::UNAUTHORIZED, html_headers(), page).into_response();
+    }
+    let Ok(user) = UserId::parse(user.trim()) else {
+        let page = sign_in_form(Some(
+            "Give your user id (plain text, no control characters).",
+        ));
+        return (StatusCode::UNPROCESSABLE_ENTITY, html_headers(), page).into_response();
+    };
+    let session = Session {
+        user: user.to_string(),
+        nonce: session::nonce(),
+        expires: now() + LIFETIME_SECONDS,
+    };
+    tracing::info!(user = %user, "operator signed in to the console");
+    let mut cookie = format!(
+        "{COOKIE}={}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={LIFETIME_SECONDS}",
+        state.inner.key.seal(&session)
+    );
+    if state.inner.secure_cookie {
+        cookie.push_str("; Secure");
+    }
+    let mut response = Redirect::to("/console/projects").into_response();
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+async fn sign_out(State(state): State<ConsoleState>) -> Response {
+    let mut cookie = format!("{COOKIE}=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0");
+    if state.inner.secure_cookie {
+        cookie.push_str("; Secure");
+    }
+    let mut response = Redirect::to("/console/sign-in").into_response();
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+// ---- projects ---------------------------------------------------------------
+
+async fn projects(
+    State(state): State<ConsoleState>,
+    axum::Extension(operator): axum::Extension<Operator>,
+) -> Response {
+    let projects = match state.inner.store.list_projects().await {
+        Ok(projects) => projects,
+        Err(e) => return failed(&operator, &format!("cannot list projects: {e}")),
+    };
+    let rows: Vec<Vec<String>> = projects
+        .iter()
+        .map(|p| {
+            vec![
+                format!(
+                    "<a href=\"/console/projects/{}\">{}</a>",
+                    query_value(p.slug.as_str()),
+                    esc(p.slug.as_str())
+                ),
+                esc(p.name.as_str()),
+                esc(&p.created_at.format("%Y-%m-%d %H:%M UTC").to_string()),
+            ]
+        })
+        .collect();
+    let body = format!(
+        "{}<h2>Scope cache</h2><form method=\"post\" action=\"/console/scope-cache/reset\">{}\
+         <button type=\"submit\">Reset the scope cache</button></form>",
+        table(&["slug", "name", "created"], &rows),
+        csrf_field(&operator.csrf)
+    );
+    html(page("Projects", signed_in(&operator), &body))
+}
+
+async fn project(
+    State(state): State<ConsoleState>,
+    axum::Extension(operator): axum::Extension<Operator>,
+    Path(slug): Path<String>,
+) -> Response {
+    let Ok(slug) = ProjectSlug::parse(&slug) else {
+        return not_found(&operator, "No such project.");
+    };
+    let Ok(details) = state.inner.store.project(&slug).await else {
+        return not_found(&operator, "No such project.");
+    };
+    let store = &state.inner.store;
+    let id = details.project.id;
+    let members: Vec<Vec<String>> = details
+        .members
+        .iter()
+        .map(|m| vec![esc(m.user_id.as_str()), esc(m.role.as_str())])
+        .collect();
+    let mounts: Vec<Vec<String>> = details
+        .mounts
+        .iter()
+        .map(|m| {
+            vec![
+                esc(m.name.as_str()),
+                esc(&m.root.to_string()),
+                if m.writable { "writable" } else { "read-only" }.to_owned(),
+            ]
+        })
+        .collect();
+    let agents: Vec<Vec<String>> = details
+        .agents
+        .iter()
+        .map(|a| {
+            vec![
+                esc(a.agent_name.as_str()),
+                esc(&a.mounted_at.format("%Y-%m-%d %H:%M UTC").to_string()),
+                format!(
+                    "<form method=\"post\" action=\"/console/agents/{}/unmount\">{}\
+                     <button type=\"submit\" class=\"danger\">Unmount…</button></form>",
+                    query_value(a.agent_name.as_str()),
+                    csrf_field(&operator.csrf)
+                ),
+            ]
+        })
+        .collect();
+    let milestones: Vec<Vec<String>> = store
+        .milestones(id)
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|m| {
+            vec![
+                m.seq.to_string(),
+                esc(&m.title),
+                esc(m.status.as_str()),
+                m.due_date.map(|d| d.to_string()).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let from = Utc::now();
+    let meetings: Vec<Vec<String>> = store
+        .upcoming_meetings(id, from, from + chrono::TimeDelta::days(14), 20)
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|m| {
+            vec![
+                esc(&m.starts_at.format("%Y-%m-%d %H:%M UTC").to_string()),
+                esc(&m.title),
+                esc(m.location.as_deref().unwrap_or("")),
+                m.attendees.to_string(),
+            ]
+        })
+        .collect();
+    let reports: Vec<Vec<String>> = store
+        .report_counts(id)
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|(status, count)| vec![esc(status.as_str()), count.to_string()])
+        .collect();
+    let body = format!(
+        "<p>{} — <a href=\"/console/events?project={}\">its audit trail</a></p>\
+         <h2>Members</h2>{}<h2>Mounts</h2>{}<h2>Agents</h2>{}\
+         <form method=\"post\" action=\"/console/projects/{}/agents\">{}\
+         <label>Mount agent <input type=\"text\" name=\"agent\" required placeholder=\"project-{}\"></label>\
+         <button type=\"submit\">Mount…</button></form>\
+         <h2>Milestones</h2>{}<h2>Upcoming meetings (14 days)</h2>{}<h2>Reports by status</h2>{}",
+        esc(details.project.name.as_str()),
+        query_value(slug.as_str()),
+        table(&["user", "role"], &members),
+        table(&["name", "root", "agents may"], &mounts),
+        table(&["agent", "mounted", ""], &agents),
+        query_value(slug.as_str()),
+        csrf_field(&operator.csrf),
+        esc(slug.as_str()),
+        table(&["#", "title", "status", "due"], &milestones),
+        table(&["starts", "title", "location", "attendees"], &meetings),
+        table(&["status", "reports"], &reports),
+    );
+    html(page(
+        &format!("Project {slug}"),
+        signed_in(&operator),
+        &body,
+    ))
+}
+
+/// The confirmation step of a change: the page says what will happen and
+/// posts the same form again with `confirm=yes`.
+fn confirmation(
+    operator: &Operator,
+    title: &str,
+    what: &str,
+    action: &str,
+    fields: &[(&str, &str)],
+) -> Response {
+    let mut hidden = csrf_field(&operator.csrf);
+    for (name, value) in fields {
+        let _ = write!(
+            hidden,
+            "<input type=\"hidden\" name=\"{}\" value=\"{}\">",
+            esc(name),
+            esc(value)
+        );
+    }
+    let body = format!(
+        "<div class=\"banner warn\">{what}</div><form method=\"post\" action=\"{}\">{hidden}\
+         <input type=\"hidden\" name=\"confirm\" value=\"yes\">\
+         <button type=\"submit\" class=\"danger\">Yes, do it</button> <a href=\"/console/projects\">Cancel</a></form>",
+        esc(action)
+    );
+    html(page(title, signed_in(operator), &body))
+}
+
+fn done(operator: &Operator, title: &str, what: &str, back: &str) -> Response {
+    let body = format!(
+        "<p class=\"banner ok\">{}</p><p><a href=\"{}\">Back</a></p>",
+        esc(what),
+        esc(back)
+    );
+    html(page(title, signed_in(operator), &body))
+}
+
+async fn mount_agent(
+    State(state): State<ConsoleState>,
+    axum::Extension(operator): axum::Extension<Operator>,
+    Path(slug): Path<String>,
+    body: Bytes,
+) -> Response {
+    let fields = form_fields(&body);
+    let (Ok(slug), Ok(agent)) = (
+        ProjectSlug::parse(&slug),
+        AgentName::parse(fields.get("agent").map(String::as_str).unwrap_or_default()),
+    ) else {
+        return failed(
+            &operator,
+            "Give a project and an agent name (letters, digits, `.`, `_`, `-`).",
+        );
+    };
+    let action = format!("/console/projects/{}/agents", query_value(slug.as_str()));
+    if fields.get("confirm").map(String::as_str) != Some("yes") {
+        let what = format!(
+            "Mount agent <code>{}</code> as the manager of project <code>{}</code>? If it manages another project now, it moves here; its next call acts on this project.",
+            esc(agent.as_str()),
+            esc(slug.as_str())
+        );
+        return confirmation(
+            &operator,
+            "Mount an agent",
+            &what,
+            &action,
+            &[("agent", agent.as_str())],
+        );
+    }
+    match state.inner.store.mount_agent(&agent, &slug).await {
+        Ok(_) => {
+            state.inner.resolver.invalidate(&agent);
+            tracing::warn!(agent = %agent, project = %slug, user = %operator.session.user, "agent mounted from the console");
+            done(
+                &operator,
+                "Agent mounted",
+                &format!("{agent} now manages {slug}."),
+                &format!("/console/projects/{}", query_value(slug.as_str())),
+            )
+        }
+        Err(e) => failed(&operator, &format!("Not mounted: {e}")),
+    }
+}
+
+async fn unmount_agent(
+    State(state): State<ConsoleState>,
+    axum::Extension(operator): axum::Extension<Operator>,
+    Path(agent): Path<String>,
+    body: Bytes,
+) -> Response {
+    let fields = form_fields(&body);
+    let Ok(agent) = AgentName::parse(&agent) else {
+        return not_found(&operator, "No such agent.");
+    };
+    let action = format!("/console/agents/{}/unmount", query_value(agent.as_str()));
+    if fields.get("confirm").map(String::as_str) != Some("yes") {
+        let what = format!(
+            "Unmount agent <code>{}</code>? Its calls are refused (scope_violation) on every server within seconds, until it is mounted again.",
+            esc(agent.as_str())
+        );
+        return confirmation(&operator, "Unmount an agent", &what, &action, &[]);
+    }
+    match state.inner.store.unmount_agent(&agent).await {
+        Ok(ended) => {
+            state.inner.resolver.invalidate(&agent);
+            tracing::warn!(agent = %agent, user = %operator.session.user, "agent unmounted from the console");
+            done(
+                &operator,
+                "Agent unmounted",
+                &format!("{agent} no longer manages {}.", ended.project),
+                &format!("/console/projects/{}", query_value(ended.project.as_str())),
+            )
+        }
+        Err(e) => failed(&operator, &format!("Not unmounted: {e}")),
+    }
+}
+
+async fn reset_scope_cache(
+    State(state): State<ConsoleState>,
+    axum::Extension(operator): axum::Extension<Operator>,
+) -> Response {
+    let dropped = state.inner.resolver.cached_len();
+    state.inner.resolver.reset();
+    tracing::warn!(dropped, user = %operator.session.user, "scope cache reset from the console");
+    done(
+        &operator,
+        "Scope cache reset",
+        &format!(
+            "{dropped} cached agent(s) dropped on this server; the others follow the scope epoch."
+        ),
+        "/console/projects",
+    )
+}
+
+// ---- the audit trail --------------------------------------------------------
+
+fn parse_time(text: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .ok()
+        .or_else(|| {
+            NaiveDate::parse_from_str(text, "%Y-%m-%d")
+                .ok()
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+                .map(|t| t.and_utc())
+        })
+}
+
+fn filter_of(query: &HashMap<String, String>) -> Result<EventFilter, String> {
+    let get = |name: &str| query.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
+    let mut filter = EventFilter {
+        limit: 50,
+        ..EventFilter::default()
+    };
+    if let Some(v) = get("project") {
+        filter.project = Some(ProjectSlug::parse(v).map_err(|e| format!("project: {e}"))?);
+    }
+    if let Some(v) = get("agent") {
+        filter.agent = Some(AgentName::parse(v).map_err(|e| format!("agent: {e}"))?);
+    }
+    if let Some(v) = get("user") {
+        filter.user = Some(UserId::parse(v).map_err(|e| format!("user: {e}"))?);
+    }
+    if let Some(v) = get("thread") {
+        filter.thread = Some(ThreadId::parse(v).map_err(|e| format!("thread: {e}"))?);
+    }
+    if let Some(v) = get("op") {
+        filter.op = Some(v.parse::<EventOp>().map_err(|e| format!("op: {e}"))?);
+    }
+    if let Some(v) = get("status") {
+        filter.status = Some(
+            v.parse::<EventStatus>()
+                .map_err(|e| format!("status: {e}"))?,
+        );
+    }
+    if let Some(v) = get("from") {
+        filter.since = Some(parse_time(v).ok_or("from: a date (2026-11-25) or an RFC 3339 time")?);
+    }
+    if let Some(v) = get("to") {
+        filter.until = Some(parse_time(v).ok_or("to: a date (2026-11-25) or an RFC 3339 time")?);
+    }
+    if let Some(v) = get("before") {
+        filter.before = Some(
+            v.parse::<EventId>()
+                .map_err(|_| "before: an event id".to_owned())?,
+        );
+    }
+    Ok(filter)
+}
+
+fn event_link(event: &StorageEvent, text: &str) -> String {
+    format!(
+        "<a href=\"/console/projects/{}/events/{}\">{}</a>",
+        query_value(event.project.as_str()),
+        event.id,
+        esc(text)
+    )
+}
+
+fn who(event: &StorageEvent) -> String {
+    let actor = &event.actor;
+    let mut out = esc(actor.user_id.as_ref().map_or("—", UserId::as_str));
+    if let Some(agent) = &actor.agent_name {
+        let _ = write!(out, " via {}", esc(agent.as_str()));
+    }
+    if let Some(thread) = &actor.thread_id {
+        let _ = write!(out, " <small>(thread {})</small>", esc(thread.as_str()));
+    }
+    out
+}
+
+async fn events(
+    State(state): State<ConsoleState>,
+    axum::Extension(operator): axum::Extension<Operator>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let value = |name: &str| esc(query.get(name).map_or("", String::as_str));
+    let ops: String = std::iter::once(String::from("<option value=\"\">any</option>"))
+        .chain(EventOp::ALL.iter().map(|op| {
+            let selected = if query.get("op").map(String::as_str) == Some(op.as_str()) {
+                " selected"
+            } else {
+                ""
+            };
+            format!("<option{selected}>{}</option>", op.as_str())
+        }))
+        .collect();
+    let statuses: String = std::iter::once(String::from("<option value=\"\">any</option>"))
+        .chain(EventStatus::ALL.iter().map(|s| {
+            let selected = if query.get("status").map(String::as_str) == Some(s.as_str()) {
+                " selected"
+            } else {
+                ""
+            };
+            format!("<option{selected}>{}</option>", s.as_str())
+        }))
+        .collect();
+    let form = format!(
+        "<form method=\"get\" action=\"/console/events\"><fieldset>\
+         <label>Project <input name=\"project\" value=\"{}\" size=\"10\"></label>\
+         <label>Agent <input name=\"agent\" value=\"{}\" size=\"14\"></label>\
+         <label>User <input name=\"user\" value=\"{}\" size=\"10\"></label>\
+         <label>Thread <input name=\"thread\" value=\"{}\" size=\"10\"></label>\
+         <label>Op <select name=\"op\">{ops}</select></label>\
+         <label>Status <select name=\"status\">{statuses}</select></label>\
+         <label>From <input name=\"from\" value=\"{}\" size=\"10\" placeholder=\"2026-11-01\"></label>\
+         <label>To <input name=\"to\" value=\"{}\" size=\"10\"></label>\
+         <button type=\"submit\">Filter</button></fieldset></form>",
+        value("project"),
+        value("agent"),
+        value("user"),
+        value("thread"),
+        value("from"),
+        value("to"),
+    );
+    let filter = match filter_of(&query) {
+        Ok(filter) => filter,
+        Err(problem) => {
+            let body = format!("{form}<p class=\"banner off\">{}</p>", esc(&problem));
+            return (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                html_headers(),
+                page("Audit trail", signed_in(&operator), &body),
+            )
+                .into_response();
+        }
+    };
+    let events = match state.inner.store.list_events(&filter).await {
+        Ok(events) => events,
+        Err(e) => return failed(&operator, &format!("cannot list events: {e}")),
+    };
+    let rows: Vec<Vec<String>> = events
+        .iter()
+        .map(|e| {
+            vec![
+                event_link(e, &e.created_at.format("%Y-%m-%d %H:%M:%S").to_string()),
+                esc(e.project.as_str()),
+                esc(e.op.as_str()),
+                esc(&e.target),
+                who(e),
+                esc(e.status.as_str()),
+            ]
+        })
+        .collect();
+    let mut body = format!(
+        "{form}{}",
+        table(
+            &["when (UTC)", "project", "op", "target", "who", "status"],
+            &rows
+        )
+    );
+    if events.len() == filter.limit as usize
+        && let Some(last) = events.last()
+    {
+        let mut next: Vec<String> = query
+            .iter()
+            .filter(|(k, _)| k.as_str() != "before")
+            .map(|(k, v)| format!("{}={}", query_value(k), query_value(v)))
+            .collect();
+        next.push(format!("before={}", last.id));
+        let _ = write!(
+            body,
+            "<p><a href=\"/console/events?{}\">Older events</a></p>",
+            esc(&next.join("&"))
+        );
+    }
+    html(page("Audit trail", signed_in(&operator), &body))
+}
+
+/// The event `id` of project `slug`: `None` when there is no such event
+/// or it belongs to another project (an id from another project's page
+/// finds nothing).
+async fn event_of(state: &ConsoleState, slug: &str, id: &str) -> Option<StorageEvent> {
+    let id = id.parse::<EventId>().ok()?;
+    let event = state.inner.store.event(id).await.ok()?;
+    (event.project.as_str() == slug).then_some(event)
+}
+
+/// At most [`DIFF_BYTES`] of the file at `path`, as text (`None`: absent
+/// or unreadable).
+async fn read_text(state: &ConsoleState, path: &AbsPath) -> Option<String> {
+    let files = state.inner.journal.files();
+    let stream = files
+        .read(
+            path,
+            ReadRange {
+                offset: 0,
+                len: DIFF_BYTES,
+            },
+        )
+        .await
+        .ok()?;
+    let window = stream.collect(DIFF_BYTES).await.ok()?;
+    Some(String::from_utf8_lossy(&window.bytes).into_owned())
+}
+
+fn render_diff(before: &str, after: &str) -> String {
+    match diff::lines(before, after) {
+        None => "<p>Too large to show as a diff.</p>".to_owned(),
+        Some(lines) => {
+            let mut out = String::from("<pre class=\"diff\">");
+            for line in lines {
+                let (class, mark, text) = match &line {
+                    diff::Line::Same(t) => ("same", ' ', t),
+                    diff::Line::Added(t) => ("add", '+', t),
+                    diff::Line::Removed(t) => ("del", '-', t),
+                };
+                let _ = write!(out, "<span class=\"{class}\">{mark} {}</span>", esc(text));
+            }
+            out.push_str("</pre>");
+            out
+        }
+    }
+}
+
+/// What the event changed: for a file write, the text diff of the kept
+/// copy (before) and the file as it is now (after) — or, once the write
+/// was reverted, of the file now (the kept copy the revert moved back)
+/// and what the write had produced (which the revert moved into its own
+/// trash); for a delete or a move, the paths; for a business write, each
+/// row's before- and after-image.
+async fn changes(state: &ConsoleState, event: &StorageEvent) -> String {
+    let mut out = String::new();
+    let kept: HashMap<String, AbsPath> = event
+        .plan
+        .iter()
+        .filter_map(|step| match step {
+            Step::Copy { from, to } => Some((from.to_string(), to.clone())),
+            _ => None,
+        })
+        .collect();
+    // Where the revert, if any, moved what this event wrote.
+    let mut moved_by_revert: HashMap<String, AbsPath> = HashMap::new();
+    if let Some(revert) = event.reverted_by
+        && let Ok(revert) = state.inner.store.event(revert).await
+    {
+        for step in &revert.plan {
+            if let Step::Move { from, to } = step {
+                moved_by_revert.insert(from.to_string(), to.clone());
+            }
+        }
+    }
+    for step in &event.plan {
+        match step {
+            Step::Put { path, .. } => {
+                let key = path.to_string();
+                let replaced = kept.contains_key(&key);
+                let (before, after, note) = match moved_by_revert.get(&key) {
+                    Some(produced) => (
+                        if replaced {
+                            read_text(state, path).await.unwrap_or_default()
+                        } else {
+                            String::new()
+                        },
+                        read_text(state, produced).await.unwrap_or_default(),
+                        "Reverted since: before is the file now (what the revert put back); after is what this write produced, kept in the revert's trash.",
+                    ),
+                    None => (
+                        match kept.get(&key) {
+                            Some(copy) => read_text(state, copy).await.unwrap_or_default(),
+                            None => String::new(),
+                        },
+                        read_text(state, path).await.unwrap_or_default(),
+                        "Before: the copy kept when the write happened (none when the file was new); after: the file as it is now.",
+                    ),
+                };
+                let _ = write!(
+                    out,
+                    "<h3>{} {}</h3><p>{}</p>{}",
+                    if replaced { "Changed" } else { "Created" },
+                    esc(&key),
+                    esc(note),
+                    render_diff(&before, &after)
+                );
+            }
+            Step::Move { from, to } => {
+                let _ = write!(
+                    out,
+                    "<p>Moved <code>{}</code> to <code>{}</code>.</p>",
+                    esc(&from.to_string()),
+                    esc(&to.to_string())
+                );
+            }
+            Step::Row { before, after } => {
+                let show = |row: &Option<Box<acdm_core::business::RowImage>>| {
+                    row.as_ref()
+                        .and_then(|r| serde_json::to_string_pretty(r).ok())
+                        .unwrap_or_default()
+                };
+                let _ = write!(
+                    out,
+                    "<h3>Row {}</h3>{}",
+                    match (before, after) {
+                        (None, Some(_)) => "inserted",
+                        (Some(_), None) => "removed",
+                        _ => "changed",
+                    },
+                    render_diff(&show(before), &show(after))
+                );
+            }
+            Step::Copy { .. } | Step::Discard { .. } => {}
+        }
+    }
+    if out.is_empty() {
+        out.push_str("<p>No file content or row to show.</p>");
+    }
+    out
+}
+
+/// What reverting `event` will do, in words, from its undo steps.
+fn undo_text(event: &StorageEvent) -> String {
+    let mut out = String::from("<ul>");
+    for step in &event.undo {
+        let line = match step {
+            Step::Copy { from, to } => format!("copy {from} back to {to}"),
+            Step::Put { path, size, .. } => format!("write {path} ({size} bytes)"),
+            Step::Move { from, to } => format!("move {from} back to {to}"),
+            Step::Discard { path, .. } => {
+                format!("move {path}, as this event left it, into the trash")
+            }
+            Step::Row { before, after } => match (before, after) {
+                (Some(_), None) => "remove the row this event inserted".to_owned(),
+                (None, Some(_)) => "insert again the row this event removed".to_owned(),
+                _ => "write the row back as it was before this event".to_owned(),
+            },
+        };
+        let _ = write!(out, "<li>{}</li>", esc(&line));
+    }
+    out.push_str("</ul>");
+    out
+}
+
+async fn event(
+    State(state): State<ConsoleState>,
+    axum::Extension(operator): axum::Extension<Operator>,
+    Path((slug, id)): Path<(String, String)>,
+) -> Response {
+    let Some(event) = event_of(&state, &slug, &id).await else {
+        return not_found(&operator, "No such event in this project.");
+    };
+    let link = |id: Option<EventId>, label: &str| match id {
+        Some(id) => format!(
+            "<p>{label} <a href=\"/console/projects/{}/events/{id}\">{id}</a></p>",
+            query_value(event.project.as_str())
+        ),
+        None => String::new(),
+    };
+    let params = serde_json::to_string_pretty(&event.params).unwrap_or_default();
+    let revert = if event.status == EventStatus::Applied && event.reverted_by.is_none() {
+        format!(
+            "<h2>Revert</h2><form method=\"post\" action=\"/console/projects/{}/events/{}/revert\">{}\
+             <button type=\"submit\" class=\"danger\">Revert…</button></form>",
+            query_value(event.project.as_str()),
+            event.id,
+            csrf_field(&operator.csrf)
+        )
+    } else {
+        String::new()
+    };
+    let body = format!(
+        "{}<table><tbody>\
+         <tr><th>id</th><td><code>{}</code></td></tr>\
+         <tr><th>project</th><td><a href=\"/console/projects/{}\">{}</a></td></tr>\
+         <tr><th>op</th><td>{}</td></tr><tr><th>target</th><td>{}</td></tr>\
+         <tr><th>who</th><td>{}</td></tr><tr><th>status</th><td>{}</td></tr>\
+         <tr><th>when</th><td>{}</td></tr><tr><th>error</th><td>{}</td></tr></tbody></table>\
+         {}{}<h2>Parameters</h2><pre>{}</pre><h2>What it changed</h2>{}{}",
+        if event.reverted_by.is_some() {
+            "<p class=\"banner warn\">This event was reverted.</p>"
+        } else {
+            ""
+        },
+        event.id,
+        query_value(event.project.as_str()),
+        esc(event.project.as_str()),
+        esc(event.op.as_str()),
+        esc(&event.target),
+        who(&event),
+        esc(event.status.as_str()),
+        esc(&event.created_at.to_rfc3339()),
+        esc(event.error.as_deref().unwrap_or("")),
+        link(event.reverts, "This event reverts"),
+        link(event.reverted_by, "Reverted by"),
+        esc(&params),
+        changes(&state, &event).await,
+        revert,
+    );
+    html(page(
+        &format!("Event {}", &event.id.to_string()[..8]),
+        signed_in(&operator),
+        &body,
+    ))
+}
+
+async fn revert(
+    State(state): State<ConsoleState>,
+    axum::Extension(operator): axum::Extension<Operator>,
+    Path((slug, id)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let fields = form_fields(&body);
+    let Some(event) = event_of(&state, &slug, &id).await else {
+        return not_found(&operator, "No such event in this project.");
+    };
+    let action = format!(
+        "/console/projects/{}/events/{}/revert",
+        query_value(event.project.as_str()),
+        event.id
+    );
+    if fields.get("confirm").map(String::as_str) != Some("yes") {
+        let what = format!(
+            "Revert <code>{}</code> ({} of {} by {})? The revert is itself an event, recorded as yours ({}). It will:{}\
+             It is refused, changing nothing, if what it touches changed since.",
+            event.id,
+            esc(event.op.as_str()),
+            esc(&event.target),
+            who(&event),
+            esc(&operator.session.user),
+            undo_text(&event)
+        );
+        return confirmation(&operator, "Revert an event", &what, &action, &[]);
+    }
+    let Ok(user) = UserId::parse(&operator.session.user) else {
+        return failed(
+            &operator,
+            "Your session's user id is not valid; sign in again.",
+        );
+    };
+    match state
+        .inner
+        .journal
+        .revert(&Actor::direct(user), event.id, Some(event.project_id))
+        .await
+    {
+        Ok(revert) => {
+            tracing::warn!(event = %event.id, revert = %revert.id, user = %operator.session.user, "storage event reverted from the console");
+            let body = format!(
+                "<p class=\"banner ok\">Reverted by event {}.</p>",
+                event_link(&revert, &revert.id.to_string())
+            );
+            html(page("Reverted", signed_in(&operator), &body))
+        }
+        Err(e) => failed(&operator, &format!("Not reverted: {e}")),
+    }
+}
+
+// ---- the kill switch --------------------------------------------------------
+
+async fn kill_switch(
+    State(state): State<ConsoleState>,
+    axum::Extension(operator): axum::Extension<Operator>,
+) -> Response {
+    let row = match state.inner.switch.refresh(&state.inner.store).await {
+        Ok(row) => row,
+        Err(e) => return failed(&operator, &format!("cannot read the kill switch: {e}")),
+    };
+    let report = state.inner.switch.report(row);
+    let state_line = if report.nc_writes_enabled {
+        "<p class=\"banner ok\">Agents' file writes are <strong>enabled</strong>.</p>".to_owned()
+    } else {
+        format!(
+            "<p class=\"banner off\">Agents' file writes are <strong>OFF</strong> (decided by the {}).</p>",
+            esc(report.decided_by)
+        )
+    };
+    let last = match &report.operator {
+        Some(op) => format!(
+            "<p>Last set {} by {} at {}: {}</p>",
+            if op.enabled { "on" } else { "off" },
+            esc(op.changed_by.as_deref().unwrap_or("someone")),
+            esc(&op.changed_at.to_rfc3339()),
+            esc(op.reason.as_deref().unwrap_or("(no reason given)"))
+        ),
+        None => "<p>No operator has set it.</p>".to_owned(),
+    };
+    let flip = if report.nc_writes_enabled {
+        "off"
+    } else {
+        "on"
+    };
+    let body = format!(
+        "{state_line}{last}<form method=\"post\" action=\"/console/kill-switch\">{}\
+         <input type=\"hidden\" name=\"writes\" value=\"{flip}\">\
+         <label>Reason <input type=\"text\" name=\"reason\" required maxlength=\"500\" size=\"50\"></label>\
+         <button type=\"submit\" class=\"danger\">Switch agents' writes {flip}</button></form>\
+         <p>The environment's <code>ACDM_AI_NC_WRITES_ENABLED</code> is {}.</p>",
+        csrf_field(&operator.csrf),
+        report.environment
+    );
+    html(page("Kill switch", signed_in(&operator), &body))
+}
+
+async fn set_kill_switch(
+    State(state): State<ConsoleState>,
+    axum::Extension(operator): axum::Extension<Operator>,
+    body: Bytes,
+) -> Response {
+    let fields = form_fields(&body);
+    let enabled = match fields.get("writes").map(String::as_str) {
+        Some("on") => true,
+        Some("off") => false,
+        _ => return failed(&operator, "Say whether writes go on or off."),
+    };
+    let reason = fields
+        .get("reason")
+        .map(|r| r.trim().to_owned())
+        .unwrap_or_default();
+    if reason.is_empty() || reason.chars().count() > 500 {
+        return failed(&operator, "Give a reason (at most 500 characters).");
+    }
+    if enabled && !state.inner.switch.environment() {
+        return failed(
+            &operator,
+            "ACDM_AI_NC_WRITES_ENABLED=false in this deployment's environment; writes can only be enabled there.",
+        );
+    }
+    if let Err(e) = state
+        .inner
+        .store
+        .set_switch(
+            NC_WRITES_SWITCH,
+            enabled,
+            Some(&operator.session.user),
+            Some(&reason),
+        )
+        .await
+    {
+        return failed(&operator, &format!("Not set: {e}"));
+    }
+    let _ = state.inner.switch.refresh(&state.inner.store).await;
+    tracing::warn!(nc_writes_enabled = enabled, user = %operator.session.user, reason = %reason, "kill switch set from the console");
+    Redirect::to("/console/kill-switch").into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn form_fields_decode_plus_and_percent() {
+        let fields = form_fields(b"a=1+2&b=%3Cx%3E&c=&d");
+        assert_eq!(fields["a"], "1 2");
+        assert_eq!(fields["b"], "<x>");
+        assert_eq!(fields["c"], "");
+        assert_eq!(fields["d"], "");
+    }
+
+    #[test]
+    fn only_this_origin_may_post() {
+        let check = |pairs: &[(&'static str, &'static str)], expected: bool| {
+            let mut headers = HeaderMap::new();
+            for (k, v) in pairs {
+                headers.insert(*k, HeaderValue::from_static(v));
+            }
+            assert_eq!(same_origin(&headers), expected, "{pairs:?}");
+        };
+        check(&[("host", "127.0.0.1:8002")], true);
+        check(
+            &[
+                ("host", "127.0.0.1:8002"),
+                ("origin", "http://127.0.0.1:8002"),
+            ],
+            true,
+        );
+        check(
+            &[
+                ("host", "127.0.0.1:8002"),
+                ("origin", "http://evil.example"),
+            ],
+            false,
+        );
+        check(&[("host", "127.0.0.1:8002"), ("origin", "null")], false);
+        check(
+            &[("host", "127.0.0.1:8002"), ("sec-fetch-site", "cross-site")],
+            false,
+        );
+        check(
+            &[("host", "127.0.0.1:8002"), ("sec-fetch-site", "same-site")],
+            false,
+        );
+        check(
+            &[
+                ("host", "127.0.0.1:8002"),
+                ("sec-fetch-site", "same-origin"),
+            ],
+            true,
+        );
+    }
+}
