@@ -15,10 +15,12 @@ BEGIN
 END
 $$;
 
+-- Only what a scope holds: a member's display name or a row's updated_at
+-- changing alone leaves every cache as it is.
 CREATE TRIGGER project_mounts_bump_scope_epoch
-    AFTER INSERT OR UPDATE OR DELETE ON project_mounts
+    AFTER INSERT OR DELETE OR UPDATE OF name, root, writable ON project_mounts
     FOR EACH STATEMENT EXECUTE FUNCTION acdm_bump_scope_epoch();
 
 CREATE TRIGGER project_members_bump_scope_epoch
-    AFTER INSERT OR UPDATE OR DELETE ON project_members
+    AFTER INSERT OR DELETE OR UPDATE OF user_id, role ON project_members
     FOR EACH STATEMENT EXECUTE FUNCTION acdm_bump_scope_epoch();

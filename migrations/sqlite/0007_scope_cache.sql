@@ -11,7 +11,10 @@ BEGIN
     UPDATE scope_epoch SET epoch = epoch + 1 WHERE id = 1;
 END;
 
-CREATE TRIGGER project_mounts_update_bump_scope_epoch AFTER UPDATE ON project_mounts
+-- Only what a scope holds: a member's display name or a row's updated_at
+-- changing alone leaves every cache as it is.
+CREATE TRIGGER project_mounts_update_bump_scope_epoch
+    AFTER UPDATE OF name, root, writable ON project_mounts
 BEGIN
     UPDATE scope_epoch SET epoch = epoch + 1 WHERE id = 1;
 END;
@@ -26,7 +29,8 @@ BEGIN
     UPDATE scope_epoch SET epoch = epoch + 1 WHERE id = 1;
 END;
 
-CREATE TRIGGER project_members_update_bump_scope_epoch AFTER UPDATE ON project_members
+CREATE TRIGGER project_members_update_bump_scope_epoch
+    AFTER UPDATE OF user_id, role ON project_members
 BEGIN
     UPDATE scope_epoch SET epoch = epoch + 1 WHERE id = 1;
 END;

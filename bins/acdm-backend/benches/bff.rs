@@ -19,8 +19,9 @@
 //! costs a database read and little else, so a limiter's cost shows — runs
 //! again on servers of the same database with a limit far above what they
 //! can serve (nothing is refused: every call pays the check): with the
-//! shared bucket leased 100 ms at a time (the default), and with a round
-//! trip to the bucket for every call (`ACDM_RATE_LIMIT_LEASE_MILLIS=0`);
+//! shared bucket leased a second of demand at a time (the default), and
+//! with a round trip to the bucket for every call
+//! (`ACDM_RATE_LIMIT_LEASE_MILLIS=0`);
 //! each as a share of the throughput with limits off.
 //! Knobs: `ACDM_BENCH_CONCURRENCY` (16), `ACDM_BENCH_SECONDS` (5).
 
@@ -576,7 +577,7 @@ fn run_on(database_url: Option<String>, concurrency: usize, duration: Duration) 
     print_header();
     let off = rate("nc/list_mounts");
     for (name, lease) in [
-        ("limits on, leases of 100 ms", "100"),
+        ("limits on, leases of 1 s of demand", "1000"),
         ("limits on, a round trip per call", "0"),
     ] {
         let (on, bad) = list_mounts_with(

@@ -158,6 +158,7 @@ impl AppState {
                 max_bytes: config.mcp_max_read_bytes,
             },
             stopped: stopped.clone(),
+            linger: idle_linger(config),
             limits: ToolLimits {
                 limiter: limits.clone(),
                 per_tool: config.mcp_tool_rate(),
@@ -447,10 +448,7 @@ impl Application {
             limits: ConnectionLimits {
                 header_read_timeout: config.header_read_timeout,
                 max_connections: config.max_connections,
-                // Behind a load balancer (a pre-stop delay is set), idle
-                // kept-alive connections get a second to be used once more
-                // or dropped by the balancer before the server closes them.
-                idle_linger: config.shutdown_prestop.min(IDLE_LINGER),
+                idle_linger: idle_linger(config),
             },
         })
     }
@@ -537,8 +535,9 @@ impl Application {
         }
         shutdown.cancel();
         state.stopped.cancel();
-        // The periodic tasks use the database: they stop first.
-        periodic.join(grace).await;
+        // The periodic tasks use the database: they stop first. A round
+        // still running is cut short (each is safe to interrupt).
+        periodic.join(PERIODIC_STOP).await;
         state.store.close().await;
         tracing::info!("stopped");
         Ok(())
@@ -629,8 +628,20 @@ pub fn build_sources(config: &Config) -> anyhow::Result<ServiceSources> {
     })
 }
 
+/// How long the background rounds get to stop once the server stopped
+/// serving; one still running after it is aborted.
+const PERIODIC_STOP: Duration = Duration::from_secs(2);
+
 /// The longest an idle connection stays open once the listener closed.
 const IDLE_LINGER: Duration = Duration::from_secs(1);
+
+/// How long idle kept-alive connections stay open once the listener
+/// closed: behind a load balancer (a pre-stop delay is set), a second for
+/// the balancer to use them once more or drop them before the server
+/// closes them; none otherwise.
+fn idle_linger(config: &Config) -> Duration {
+    config.shutdown_prestop.min(IDLE_LINGER)
+}
 
 /// How often the reconciler runs after its first round at start-up.
 const RECONCILE_EVERY: Duration = Duration::from_secs(30);
@@ -672,6 +683,11 @@ async fn follow_changes(
                 }
             }
             Err(error) => {
+                // Announcements may be lost until the listener reconnects,
+                // which it does on its own, silently: a round now and after
+                // every failed attempt covers what was missed meanwhile.
+                scope.notify_one();
+                switch.notify_one();
                 if !failing {
                     tracing::warn!(%error, "lost the database's change announcements; polling until they are back");
                     failing = true;

@@ -577,7 +577,12 @@ fn written<T: Serialize>(written: Written<T>, what: String) -> Reply {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct MemberName {
+    /// The member's name for people (empty or absent: none); one line.
     #[serde(default)]
+    #[schemars(
+        length(max = acdm_core::business::limits::DISPLAY_NAME_CHARS),
+        regex(pattern = acdm_core::business::OPTIONAL_LINE_PATTERN)
+    )]
     display_name: Option<String>,
 }
 

@@ -54,15 +54,13 @@ impl Rate {
         (MINUTE_US / i64::from(self.per_minute)).max(1)
     }
 
-    /// How many calls a replica leases at once when the rate allows
-    /// `window` worth of calls: the calls of `window` at the steady rate,
-    /// at least one and at most half the burst (so one replica's lease
-    /// never empties the bucket for the others).
-    pub fn lease_size(self, window: Duration) -> u32 {
-        let window_us = i64::try_from(window.as_micros()).unwrap_or(i64::MAX);
-        let calls = window_us / self.interval_us();
-        let most = i64::from((self.burst / 2).max(1));
-        u32::try_from(calls.clamp(1, most)).unwrap_or(1)
+    /// How many calls a server leases at once when it was asked for
+    /// `demand` calls of this key lately: that many, at least one and at
+    /// most half the burst (so one server's lease never empties the bucket
+    /// for the others). A busy key then costs about one lease per demand
+    /// window, a quiet one a lease per call.
+    pub fn lease_size(self, demand: u32) -> u32 {
+        demand.clamp(1, (self.burst / 2).max(1))
     }
 }
 
@@ -97,15 +95,10 @@ pub fn take(tat_us: Option<i64>, now_us: i64, rate: Rate, want: u32) -> Taken {
     let room = (now_us + i64::from(rate.burst) * interval - start) / interval;
     let granted = room.clamp(0, i64::from(want));
     if granted == 0 {
-        // One call fits again once `start + interval - burst·interval`
-        // is reached.
-        let wait_us = start + interval - i64::from(rate.burst) * interval - now_us;
         return Taken {
             granted: 0,
             tat_us: tat_us.unwrap_or(now_us),
-            retry_after: Some(Duration::from_micros(
-                u64::try_from(wait_us.max(1)).unwrap_or(1),
-            )),
+            retry_after: Some(wait(start, now_us, rate)),
         };
     }
     Taken {
@@ -113,6 +106,16 @@ pub fn take(tat_us: Option<i64>, now_us: i64, rate: Rate, want: u32) -> Taken {
         tat_us: start + granted * interval,
         retry_after: None,
     }
+}
+
+/// How long until one call fits in a bucket whose TAT is `tat_us` (at
+/// least a microsecond): `max(TAT, now) + interval - burst·interval - now`.
+/// What a refusal answers, even when the bucket was read after the refusal
+/// and has room by then: a refused call is never admitted uncounted.
+pub fn wait(tat_us: i64, now_us: i64, rate: Rate) -> Duration {
+    let interval = rate.interval_us();
+    let wait_us = tat_us.max(now_us) + interval - i64::from(rate.burst) * interval - now_us;
+    Duration::from_micros(u64::try_from(wait_us.max(1)).unwrap_or(1))
 }
 
 /// Whether a call may go ahead.
@@ -221,11 +224,20 @@ mod tests {
     }
 
     #[test]
-    fn leases_are_at_least_one_and_at_most_half_the_burst() {
-        assert_eq!(rate(60, 10).lease_size(Duration::from_millis(100)), 1);
-        assert_eq!(rate(60_000, 10).lease_size(Duration::from_millis(100)), 5);
-        assert_eq!(rate(6_000, 100).lease_size(Duration::from_millis(100)), 10);
-        assert_eq!(rate(6_000, 1).lease_size(Duration::from_millis(100)), 1);
+    fn leases_follow_demand_from_one_call_to_half_the_burst() {
+        assert_eq!(rate(60, 10).lease_size(0), 1);
+        assert_eq!(rate(60, 10).lease_size(3), 3);
+        assert_eq!(rate(60, 10).lease_size(40), 5);
+        assert_eq!(rate(60, 1).lease_size(40), 1);
+    }
+
+    #[test]
+    fn a_refusal_always_waits_even_when_the_bucket_has_room_by_then() {
+        let r = rate(60, 2);
+        // TAT two intervals ahead: full; one interval to wait.
+        assert_eq!(wait(2 * SECOND, 0, r), Duration::from_secs(1));
+        // Read later, with room: still a wait (the smallest one).
+        assert_eq!(wait(0, 10 * SECOND, r), Duration::from_micros(1));
     }
 
     #[test]

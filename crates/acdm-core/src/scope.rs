@@ -276,7 +276,9 @@ impl ScopeResolver {
     /// Drops every entry.
     pub fn reset(&self) {
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        self.reset_generation.store(generation, Ordering::Release);
+        // Never backwards: two resets may store out of order.
+        self.reset_generation
+            .fetch_max(generation, Ordering::AcqRel);
         self.slots.clear();
     }
 

@@ -797,7 +797,8 @@ impl Journal {
             // the etag the write was to replace): otherwise the copy may
             // be the only one left of what was there.
             let done = kept_ok && content_ok;
-            if !done && kept.is_some() && self.intact(event).await? {
+            // Only a copy that was made (a crash before it leaves none).
+            if kept.is_some() && kept_ok && !content_ok && self.intact(event).await? {
                 return match self.discard_trash(event).await {
                     Some(discarded) => self.mark_settled_with(event, false, Some(&discarded)).await,
                     None => self.mark_settled(event, false).await,

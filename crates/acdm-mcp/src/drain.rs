@@ -8,7 +8,9 @@
 //! counts `POST /mcp` requests from their arrival until their response
 //! body has been sent (a sessions-mode result travels in that body), and
 //! [`InFlight::end_streams_after`] cancels rmcp's token when the server
-//! has stopped taking requests and the count is back to zero. `GET`
+//! has stopped taking requests, its idle connections' linger is over (a
+//! balancer may still send a call on one meanwhile) and the count is back
+//! to zero. `GET`
 //! streams (sessions mode's server-to-client stream) are not counted:
 //! they are what the token ends.
 
@@ -16,6 +18,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{Request, State};
@@ -69,12 +72,15 @@ impl InFlight {
         }
     }
 
-    /// Cancels `streams` once `stopped` is cancelled and every counted
-    /// request has been answered. The caller bounds the whole drain (the
-    /// grace period), so this may wait as long as the calls take.
+    /// Cancels `streams` once `stopped` is cancelled, `linger` has passed
+    /// (the server's idle connections may still bring calls until then)
+    /// and every counted request has been answered. The caller bounds the
+    /// whole drain (the grace period), so this may wait as long as the
+    /// calls take.
     pub(crate) fn end_streams_after(
         &self,
         stopped: CancellationToken,
+        linger: Duration,
         streams: CancellationToken,
     ) -> impl Future<Output = ()> + Send + 'static {
         let in_flight = self.clone();
@@ -84,6 +90,7 @@ impl InFlight {
                 // Nothing left to do when the streams ended some other way.
                 () = streams.cancelled() => return,
             }
+            tokio::time::sleep(linger).await;
             let waiting = in_flight.count();
             if waiting > 0 {
                 tracing::info!(calls = waiting, "draining: waiting for MCP calls in flight");
@@ -149,16 +156,20 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn streams_end_only_after_the_last_call_in_flight_is_answered() {
+    async fn streams_end_only_after_the_linger_and_the_last_call_in_flight() {
         let in_flight = InFlight::default();
         let (stopped, streams) = (CancellationToken::new(), CancellationToken::new());
         let first = in_flight.enter();
         let second = in_flight.enter();
-        let drain = tokio::spawn(in_flight.end_streams_after(stopped.clone(), streams.clone()));
+        let drain = tokio::spawn(in_flight.end_streams_after(
+            stopped.clone(),
+            Duration::from_secs(5),
+            streams.clone(),
+        ));
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert!(!streams.is_cancelled(), "not stopped yet");
         stopped.cancel();
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(Duration::from_secs(6)).await;
         assert!(!streams.is_cancelled(), "two calls in flight");
         drop(first);
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -169,12 +180,34 @@ mod tests {
         assert_eq!(in_flight.count(), 0);
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_comes_during_the_linger_is_answered_before_streams_end() {
+        let in_flight = InFlight::default();
+        let (stopped, streams) = (CancellationToken::new(), CancellationToken::new());
+        let drain = tokio::spawn(in_flight.end_streams_after(
+            stopped.clone(),
+            Duration::from_secs(1),
+            streams.clone(),
+        ));
+        stopped.cancel();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(!streams.is_cancelled(), "lingering");
+        let late = in_flight.enter();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(!streams.is_cancelled(), "the late call is in flight");
+        drop(late);
+        drain.await.unwrap();
+        assert!(streams.is_cancelled());
+    }
+
     #[tokio::test]
     async fn with_nothing_in_flight_streams_end_when_the_server_stops() {
         let in_flight = InFlight::default();
         let (stopped, streams) = (CancellationToken::new(), CancellationToken::new());
         stopped.cancel();
-        in_flight.end_streams_after(stopped, streams.clone()).await;
+        in_flight
+            .end_streams_after(stopped, Duration::ZERO, streams.clone())
+            .await;
         assert!(streams.is_cancelled());
     }
 }

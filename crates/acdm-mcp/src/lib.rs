@@ -51,10 +51,14 @@ pub struct McpSettings {
     pub files_base: AbsPath,
     /// Read windows.
     pub read_limits: ReadLimits,
-    /// Cancelled when the server stops taking requests. Calls in flight
-    /// are answered first; then open streams end, so the drain cannot hang
-    /// on them (the caller bounds the whole drain).
+    /// Cancelled when the server stops taking requests. Calls in flight,
+    /// and those idle connections bring within `linger`, are answered
+    /// first; then open streams end, so the drain cannot hang on them (the
+    /// caller bounds the whole drain).
     pub stopped: CancellationToken,
+    /// How long the server keeps idle connections open once it stopped
+    /// taking new ones.
+    pub linger: Duration,
     /// Each tool's rate limit.
     pub limits: ToolLimits,
 }
@@ -84,7 +88,11 @@ pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> R
     // cancel it only once those are answered.
     let in_flight = drain::InFlight::default();
     let streams = CancellationToken::new();
-    tokio::spawn(in_flight.end_streams_after(settings.stopped.clone(), streams.clone()));
+    tokio::spawn(in_flight.end_streams_after(
+        settings.stopped.clone(),
+        settings.linger,
+        streams.clone(),
+    ));
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
         .with_legacy_session_mode(settings.sessions)

@@ -45,6 +45,11 @@ pub enum SourceError {
     /// The source did not answer in time.
     #[error("the {0} did not answer in time")]
     Timeout(&'static str),
+    /// The call's deadline passed before it was sent (waiting for a
+    /// connection slot, or spent by earlier calls of the request): the
+    /// source saw nothing of it.
+    #[error("the call to the {0} was not made: its time ran out first")]
+    NotSent(&'static str),
     /// The source failed: an error status, a broken connection, a redirect.
     #[error("{source_name} error{}: {detail}", .status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
     Upstream {
@@ -76,7 +81,10 @@ impl SourceError {
     /// True when the same call may succeed later without any change.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::Locked { .. } | Self::RateLimited { .. } | Self::Timeout(_) => true,
+            Self::Locked { .. }
+            | Self::RateLimited { .. }
+            | Self::Timeout(_)
+            | Self::NotSent(_) => true,
             Self::Upstream { status, .. } => {
                 status.is_none_or(|s| matches!(s, 500 | 502 | 503 | 504))
             }
@@ -102,7 +110,7 @@ impl SourceError {
             Self::PreconditionFailed(_) | Self::Conflict(_) => ErrorCode::Conflict,
             Self::PermissionDenied(_) => ErrorCode::PermissionDenied,
             Self::Locked { .. } | Self::RateLimited { .. } => ErrorCode::RateLimited,
-            Self::Timeout(_) => ErrorCode::UpstreamTimeout,
+            Self::Timeout(_) | Self::NotSent(_) => ErrorCode::UpstreamTimeout,
             Self::Upstream { .. } | Self::InvalidResponse { .. } => ErrorCode::UpstreamError,
             Self::NotConfigured(_) => ErrorCode::SourceNotConfigured,
             Self::InvalidRequest(_) => ErrorCode::ValidationError,

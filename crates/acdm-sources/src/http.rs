@@ -81,6 +81,14 @@ pub struct HttpClient {
     hosts: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
 }
 
+/// Why an attempt gave no response.
+enum Failed {
+    /// The transport failed.
+    Http(reqwest::Error),
+    /// The deadline passed before the request was sent.
+    Unsent,
+}
+
 /// An upstream response, holding its host's connection slot until its body
 /// is read or it is dropped. Reads like the `reqwest::Response` it wraps.
 #[derive(Debug)]
@@ -193,28 +201,56 @@ impl HttpClient {
             Idempotency::Write => 1,
         };
         let deadline = crate::deadline::sooner(Instant::now() + self.settings.timeout);
+        // Whether any attempt reached the upstream: a call that never did
+        // is `NotSent`, which a write's caller can trust as "nothing
+        // happened".
+        let sent = std::sync::atomic::AtomicBool::new(false);
         let call = retrying(source_name, deadline, attempts, |attempt| {
             let request = build(&self.client).build();
+            let sent = &sent;
             async move {
                 let mut request = match request {
                     Ok(request) => request,
-                    Err(error) => return (Err(error), None),
+                    Err(error) => return (Err(Failed::Http(error)), None),
                 };
                 // Never closed, so always a slot once one is free.
                 let slot = self.slots(request.url()).acquire_owned().await.ok();
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return (Err(Failed::Unsent), None);
+                }
                 // This attempt, its body included, ends by the deadline.
-                *request.timeout_mut() = Some(deadline.saturating_duration_since(Instant::now()));
+                *request.timeout_mut() = Some(left);
+                sent.store(true, std::sync::atomic::Ordering::Release);
                 let outcome = self.client.execute(request).await;
                 let delay = match &outcome {
                     Ok(response) => retry_delay(response, &self.settings),
                     Err(error) if is_transient(error) => Some(self.backoff(attempt)),
                     Err(_) => None,
                 };
-                (outcome.map(|response| Upstream { response, slot }), delay)
+                (
+                    outcome
+                        .map(|response| Upstream { response, slot })
+                        .map_err(Failed::Http),
+                    delay,
+                )
             }
         });
+        let unsent = || {
+            tracing::debug!(
+                source = source_name,
+                "upstream call not made: its deadline passed first"
+            );
+            SourceError::NotSent(source_name)
+        };
+        if deadline <= Instant::now() {
+            return Err(unsent());
+        }
         match tokio::time::timeout_at(deadline, call).await {
-            Ok(outcome) => outcome.map_err(|e| transport_error(source_name, e)),
+            Ok(Ok(upstream)) => Ok(upstream),
+            Ok(Err(Failed::Http(error))) => Err(transport_error(source_name, error)),
+            Ok(Err(Failed::Unsent)) => Err(unsent()),
+            Err(_) if !sent.load(std::sync::atomic::Ordering::Acquire) => Err(unsent()),
             Err(_) => {
                 tracing::debug!(source = source_name, "upstream call reached its deadline");
                 Err(SourceError::Timeout(source_name))
@@ -259,6 +295,9 @@ where
         if Instant::now() + delay >= deadline {
             return outcome;
         }
+        // The answer is not kept: its connection slot and unread body are
+        // given back before the wait.
+        drop(outcome);
         tracing::debug!(
             source,
             attempt = n,

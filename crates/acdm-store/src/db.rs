@@ -105,7 +105,7 @@ pub(crate) async fn connect(config: &DatabaseConfig) -> Result<Pool, StoreError>
             match pool {
                 Ok(pool) => Ok(Pool::Sqlite(pool)),
                 // "pool timed out" says nothing: name the lock, if that is it.
-                Err(error) => Err(match sqlite_lock(path).await {
+                Err(error) => Err(match sqlite_lock(path, LOCK_PATIENCE).await {
                     Some(lock) => locked(path, lock),
                     None => error.into(),
                 }),
@@ -126,6 +126,10 @@ pub(crate) async fn connect(config: &DatabaseConfig) -> Result<Pool, StoreError>
         }
     }
 }
+
+/// How long a look at an SQLite file's locks waits for each: a write of
+/// this service's own never takes that long, a lock held elsewhere does.
+pub(crate) const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What kind of lock another process holds on an SQLite file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,13 +171,17 @@ pub(crate) fn is_busy(error: &sqlx::Error) -> bool {
     }
 }
 
-/// Looks at what holds `path` with a connection of its own that waits
-/// briefly: `None` when nothing does (or the file cannot be opened).
-pub(crate) async fn sqlite_lock(path: &std::path::Path) -> Option<SqliteLock> {
+/// Looks at what holds `path` with a connection of its own that waits at
+/// most `patience` for each lock: `None` when nothing does (or the file
+/// cannot be opened).
+pub(crate) async fn sqlite_lock(
+    path: &std::path::Path,
+    patience: std::time::Duration,
+) -> Option<SqliteLock> {
     use sqlx::{ConnectOptions, Connection, Executor};
     let options = SqliteConnectOptions::new()
         .filename(path)
-        .busy_timeout(std::time::Duration::from_millis(250));
+        .busy_timeout(patience);
     let mut conn = match options.connect().await {
         Ok(conn) => conn,
         Err(error) if is_busy(&error) => return Some(SqliteLock::Exclusive),

@@ -35,7 +35,7 @@ pub use config::{DatabaseConfig, DatabaseTarget, TargetError};
 pub use db::Backend;
 pub use error::StoreError;
 pub use events::{EventFilter, NC_WRITES_SWITCH, SwitchState};
-pub use limits::{IDLE_BUCKET, LEASE_LIFETIME, SharedLimiter};
+pub use limits::{IDLE_BUCKET, SharedLimiter};
 pub use migrations::{MigrationList, MigrationStatus, embedded_versions};
 pub use project::JournalStamp;
 pub use provisioning::{AgentMountChange, Upsert};
@@ -101,36 +101,18 @@ impl Store {
         Ok(())
     }
 
-    /// Whether the database takes writes now: on SQLite, a write lock is
-    /// taken and given back at once (waiting at most half a second), so a
-    /// lock another process holds is named ([`StoreError::Locked`]); on
-    /// PostgreSQL, whether the server is read-only (a standby).
+    /// Whether the database takes writes now: on SQLite, a connection of
+    /// its own takes a write lock and gives it back (waiting a second at
+    /// most), so a lock another process holds is named
+    /// ([`StoreError::Locked`]) and no pooled connection is ever left in a
+    /// transaction; on PostgreSQL, whether the server is read-only (a
+    /// standby).
     pub async fn check_writable(&self) -> Result<(), StoreError> {
-        use sqlx::Executor;
         match &self.pool {
-            Pool::Sqlite(p) => {
-                let mut conn = p.acquire().await?;
-                let waits: i64 = sqlx::query_scalar("PRAGMA busy_timeout")
-                    .fetch_one(&mut *conn)
-                    .await?;
-                conn.execute("PRAGMA busy_timeout = 500").await?;
-                let began = conn.execute("BEGIN IMMEDIATE").await;
-                if began.is_ok() {
-                    conn.execute("ROLLBACK").await?;
-                }
-                conn.execute(sqlx::AssertSqlSafe(format!(
-                    "PRAGMA busy_timeout = {waits}"
-                )))
-                .await?;
-                match began {
-                    Ok(_) => Ok(()),
-                    Err(error) if db::is_busy(&error) => Err(self
-                        .lock_holder()
-                        .await
-                        .unwrap_or(StoreError::Unavailable(error))),
-                    Err(error) => Err(error.into()),
-                }
-            }
+            Pool::Sqlite(_) => match self.lock_holder().await {
+                Some(locked) => Err(locked),
+                None => Ok(()),
+            },
             Pool::Postgres(p) => {
                 let read_only: String = sqlx::query_scalar("SHOW transaction_read_only")
                     .fetch_one(p)
@@ -153,7 +135,7 @@ impl Store {
         };
         let options = p.connect_options();
         let path = options.get_filename();
-        db::sqlite_lock(path)
+        db::sqlite_lock(path, db::LOCK_PATIENCE)
             .await
             .map(|lock| db::locked(path, lock))
     }

@@ -3,15 +3,16 @@
 //!
 //! Each key's bucket lives in `rate_buckets` (GCRA's theoretical arrival
 //! time, [`acdm_core::limit::take`]). A server does not ask the database
-//! about every call: it leases a few calls at once — about
-//! [`SharedLimiter::lease_window`] worth at the key's rate, at most half
-//! the burst — and serves them from memory. Every leased call has already
-//! been counted in the shared bucket, so N replicas together never grant
-//! more than the rate (plus its burst); a lease not used within
-//! [`LEASE_LIFETIME`] is dropped, which can only grant less. With slow
-//! rates (an agent's ten writes a minute) a lease is a single call and
-//! every call is a round trip, which such rates can afford; with fast ones
-//! (a tool's thousands a minute) one round trip serves many calls.
+//! about every call: it leases as many calls as it was asked for in the
+//! last lease window ([`SharedLimiter::new`]; at least one, at most half
+//! the burst) and serves them from memory, so a busy key costs about one
+//! round trip per window and server, and a quiet one a round trip per
+//! call. Every leased call has already been counted in the shared bucket,
+//! so N replicas together never grant more than the rate (plus its
+//! burst); a lease not used within the window is dropped, which can only
+//! grant less. A refusal is remembered until its `retry_after` (nothing
+//! can be granted before then, on any server), so an agent that keeps
+//! calling past its limit costs no round trips either.
 //!
 //! On PostgreSQL the lease is one statement (`INSERT … ON CONFLICT DO
 //! UPDATE … WHERE … RETURNING`) on the database's clock, so replicas'
@@ -30,11 +31,6 @@ use tokio::time::Instant;
 
 use crate::db::with_pool;
 use crate::{Store, StoreError};
-
-/// How long leased calls stay usable. A server that leased calls and then
-/// fell quiet must not spend them much later as a burst on top of what
-/// the bucket grants the others meanwhile.
-pub const LEASE_LIFETIME: Duration = Duration::from_secs(1);
 
 /// How often a failing database is logged while the limiter falls back.
 const FALLBACK_WARNING: Duration = Duration::from_secs(60);
@@ -95,14 +91,16 @@ impl Store {
             });
         }
         // Refused: nothing was written; read the bucket to say how long.
-        let (tat_us, now_us): (i64, i64) = match &self.pool {
+        // The bucket may have room by the time it is read: the answer
+        // stays a refusal (the smallest wait), never an uncounted grant.
+        let read: Option<(i64, i64)> = match &self.pool {
             crate::db::Pool::Postgres(p) => {
                 sqlx::query_as(
                     "SELECT tat_us, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT
-                 FROM rate_buckets WHERE key = $1",
+                     FROM rate_buckets WHERE key = $1",
                 )
                 .bind(key)
-                .fetch_one(p)
+                .fetch_optional(p)
                 .await?
             }
             crate::db::Pool::Sqlite(p) => {
@@ -110,11 +108,17 @@ impl Store {
                 sqlx::query_as("SELECT tat_us, $2 FROM rate_buckets WHERE key = $1")
                     .bind(key)
                     .bind(now_us)
-                    .fetch_one(p)
+                    .fetch_optional(p)
                     .await?
             }
         };
-        Ok(limit::take(Some(tat_us), now_us, rate, 1))
+        // A bucket removed meanwhile (pruned, reset) is full again.
+        let (tat_us, now_us) = read.unwrap_or((0, 0));
+        Ok(Taken {
+            granted: 0,
+            tat_us,
+            retry_after: Some(limit::wait(tat_us, now_us, rate)),
+        })
     }
 
     /// Forgets buckets idle for [`IDLE_BUCKET`] (a forgotten bucket is a
@@ -158,22 +162,60 @@ struct Key {
 
 #[derive(Debug, Default)]
 struct Local {
+    /// Calls leased and not yet served, usable until `until`.
     calls: u32,
     until: Option<Instant>,
+    /// No call can be granted before this (the last refusal's wait).
+    refused_until: Option<Instant>,
+    /// Calls asked for in the current demand window, and in the one
+    /// before; the current one started at `window_start`.
+    demand: u32,
+    demand_before: u32,
+    window_start: Option<Instant>,
     /// The bucket used while the database cannot be reached.
     fallback_tat_us: Option<i64>,
 }
 
-impl Key {
-    /// Serves one call from the lease, if it holds one.
-    fn take_leased(&self, now: Instant) -> bool {
-        let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
-        if local.calls > 0 && local.until.is_some_and(|until| now < until) {
-            local.calls -= 1;
-            true
-        } else {
-            false
+impl Local {
+    /// Counts one call asked for at `now`, in windows of `window`.
+    fn count_demand(&mut self, now: Instant, window: Duration) {
+        let start = *self.window_start.get_or_insert(now);
+        let elapsed = now.saturating_duration_since(start);
+        if elapsed >= window {
+            self.demand_before = if elapsed < window * 2 { self.demand } else { 0 };
+            self.demand = 0;
+            self.window_start = Some(now);
         }
+        self.demand = self.demand.saturating_add(1);
+    }
+
+    /// What a lease should cover: the busier of the two windows.
+    fn recent_demand(&self) -> u32 {
+        self.demand.max(self.demand_before)
+    }
+
+    /// Decides from memory when it can: `Some` when leased calls are left
+    /// or a refusal still holds.
+    fn decide(&mut self, now: Instant) -> Option<Admission> {
+        if let Some(until) = self.refused_until {
+            if now < until {
+                return Some(Admission::Limited {
+                    retry_after: until - now,
+                });
+            }
+            self.refused_until = None;
+        }
+        if self.calls > 0 && self.until.is_some_and(|until| now < until) {
+            self.calls -= 1;
+            return Some(Admission::Allowed);
+        }
+        None
+    }
+}
+
+impl Key {
+    fn local(&self) -> std::sync::MutexGuard<'_, Local> {
+        self.local.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -189,9 +231,10 @@ pub struct SharedLimiter {
 }
 
 impl SharedLimiter {
-    /// A limiter whose buckets live in `store`, leasing about
-    /// `lease_window` of calls at a time (`Duration::ZERO`: one call per
-    /// round trip, for measuring what leasing saves).
+    /// A limiter whose buckets live in `store`, leasing as many calls as
+    /// were asked for in the last `lease_window` (leases unused within it
+    /// are dropped); `Duration::ZERO`: one call per round trip, for
+    /// measuring what leasing saves.
     pub fn new(store: Store, lease_window: Duration) -> Self {
         Self {
             store,
@@ -224,7 +267,7 @@ impl SharedLimiter {
             }
         }
         let now_us = i64::try_from(now.duration_since(self.epoch).as_micros()).unwrap_or(i64::MAX);
-        let mut local = state.local.lock().unwrap_or_else(|p| p.into_inner());
+        let mut local = state.local();
         let taken = limit::take(local.fallback_tat_us, now_us, rate, 1);
         local.fallback_tat_us = Some(taken.tat_us);
         match taken.retry_after {
@@ -238,31 +281,40 @@ impl SharedLimiter {
 impl RateLimiter for SharedLimiter {
     async fn admit(&self, key: &str, rate: Rate) -> Admission {
         let state = self.key(key);
-        if state.take_leased(Instant::now()) {
-            return Admission::Allowed;
+        {
+            let mut local = state.local();
+            local.count_demand(Instant::now(), self.lease_window);
+            if let Some(decided) = local.decide(Instant::now()) {
+                return decided;
+            }
         }
         let _leasing = state.leasing.lock().await;
-        // Another call may have leased while this one waited.
-        if state.take_leased(Instant::now()) {
-            return Admission::Allowed;
-        }
-        let want = if self.lease_window.is_zero() {
-            1
-        } else {
-            rate.lease_size(self.lease_window)
+        // Another call may have leased, or been refused, meanwhile.
+        let want = {
+            let mut local = state.local();
+            if let Some(decided) = local.decide(Instant::now()) {
+                return decided;
+            }
+            if self.lease_window.is_zero() {
+                1
+            } else {
+                rate.lease_size(local.recent_demand())
+            }
         };
         match self.store.lease_calls(key, rate, want).await {
             Ok(Taken {
                 granted: 0,
                 retry_after,
                 ..
-            }) => Admission::Limited {
-                retry_after: retry_after.unwrap_or(Duration::from_secs(1)),
-            },
+            }) => {
+                let retry_after = retry_after.unwrap_or(Duration::from_secs(1));
+                state.local().refused_until = Some(Instant::now() + retry_after);
+                Admission::Limited { retry_after }
+            }
             Ok(taken) => {
-                let mut local = state.local.lock().unwrap_or_else(|p| p.into_inner());
+                let mut local = state.local();
                 local.calls = taken.granted - 1;
-                local.until = Some(Instant::now() + LEASE_LIFETIME);
+                local.until = Some(Instant::now() + self.lease_window);
                 Admission::Allowed
             }
             Err(error) => self.fallback(&state, rate, Instant::now(), &error),

@@ -255,8 +255,9 @@ settings! {
         /// responses meanwhile ask their client to close the connection. SIGINT (Ctrl-C) skips it.
         shutdown_prestop: Duration = "ACDM_SHUTDOWN_PRESTOP_SECONDS", default "5", Seconds(0..=300);
         /// Once the listener is closed, how long in-flight requests (MCP calls included) may finish
-        /// before open connections are closed (0–300). A stop takes at most the pre-stop delay
-        /// plus this.
+        /// before open connections are closed (0–300): a request still running then is cut off
+        /// (its deadline, `ACDM_REQUEST_TIMEOUT_SECONDS`, may be longer). A stop takes at most the
+        /// pre-stop delay plus this, plus two seconds for a background round in progress.
         shutdown_grace: Duration = "ACDM_SHUTDOWN_GRACE_SECONDS", default "10", Seconds(0..=300);
         /// Calls one agent may make to `/agent-tools` per minute (0–1000000; 0: no limit), counted
         /// for the whole deployment whatever the number of replicas. Beyond it: 429
@@ -279,11 +280,12 @@ settings! {
         /// Calls of one MCP tool at once after a quiet spell (1–1000000).
         mcp_tool_rate_burst: u32 = "ACDM_MCP_TOOL_RATE_BURST", default "300",
             number::<u32>(1..=1_000_000);
-        /// How much of a rate a server takes from the shared bucket at once, in milliseconds of
-        /// calls at that rate (0–1000; at least one call, at most half the burst): fewer database
-        /// round trips the higher, calls leased but unused within a second are lost. 0: one round
-        /// trip per call.
-        rate_lease: Duration = "ACDM_RATE_LIMIT_LEASE_MILLIS", default "100", Millis(0..=1000);
+        /// A server takes from a shared rate bucket as many calls as it was asked for in this many
+        /// milliseconds before (at least one, at most half the burst), and drops what it did not
+        /// use within as long again (0–10000): a busy agent or tool costs about one database round
+        /// trip per this period and server, a quiet one a round trip per call. 0: a round trip per
+        /// call.
+        rate_lease: Duration = "ACDM_RATE_LIMIT_LEASE_MILLIS", default "1000", Millis(0..=10_000);
         /// `json` (one object per line), `pretty`, or `auto`: pretty on a terminal, JSON otherwise.
         /// Logs go to standard error.
         log_format: LogFormat = "ACDM_LOG_FORMAT", default "auto", LogFormats;

@@ -100,6 +100,7 @@ pub(crate) fn settings() -> McpSettings {
             max_bytes: 64 * 1024,
         },
         stopped: CancellationToken::new(),
+        linger: std::time::Duration::ZERO,
         limits: acdm_mcp::ToolLimits::off(),
     }
 }

@@ -43,6 +43,7 @@ fn kind(error: &SourceError) -> &'static str {
         SourceError::Locked { .. } => "locked",
         SourceError::RateLimited { .. } => "rate_limited",
         SourceError::Timeout(_) => "timeout",
+        SourceError::NotSent(_) => "not sent",
         SourceError::Upstream { .. } => "upstream",
     }
 }

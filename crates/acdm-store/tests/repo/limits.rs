@@ -62,8 +62,8 @@ async fn time_refills_the_bucket_one_call_per_interval() {
 #[tokio::test]
 async fn servers_sharing_a_database_share_the_limit() {
     for db in migrated().await {
-        // Three servers, each its own pool and its own leases (of 10
-        // calls). A rate whose burst is 30 and that refills one call every
+        // Three servers, each its own pool and its own leases (growing
+        // with each server's demand). A rate whose burst is 30 and that refills one call every
         // 10 s (so a slow machine changes nothing): together they grant 30
         // at once, however the calls are spread over them.
         let r = rate(6, 30);
@@ -95,19 +95,64 @@ async fn servers_sharing_a_database_share_the_limit() {
 }
 
 #[tokio::test]
-async fn a_server_serves_its_lease_from_memory() {
+async fn a_server_leases_what_it_was_asked_for_and_serves_it_from_memory() {
     for db in migrated().await {
-        // A call every 10 s (so no time a slow machine takes refills the
-        // bucket), bursts of 10: an hour's lease is the burst's half. The
-        // second call is served without the bucket: the database shows
-        // one lease of 5.
-        let r = rate(6, 10);
+        // A call every 10 s (no time a slow machine takes refills the
+        // bucket), bursts of 20 (leases of at most 10), a demand window of
+        // an hour. Eight calls lease 1, 2, 4 and 8 calls as demand grows:
+        // four round trips, and 15 of the burst taken (7 of them still in
+        // the server's memory), so the bucket has 5 left.
+        let r = rate(6, 20);
+        let limiter = SharedLimiter::new(db.store.clone(), Duration::from_secs(3600));
+        for call in 0..8 {
+            assert_eq!(
+                limiter.admit("k", r).await,
+                Admission::Allowed,
+                "{}: call {call}",
+                db.name
+            );
+        }
+        let rest = db.store.lease_calls("k", r, 100).await.unwrap();
+        assert_eq!(rest.granted, 5, "{}", db.name);
+        // The server's leased calls are still served.
+        for call in 0..7 {
+            assert_eq!(
+                limiter.admit("k", r).await,
+                Admission::Allowed,
+                "{}: leased call {call}",
+                db.name
+            );
+        }
+        assert!(
+            matches!(limiter.admit("k", r).await, Admission::Limited { .. }),
+            "{}",
+            db.name
+        );
+        db.finish().await;
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_is_remembered_until_its_wait_is_over() {
+    for db in migrated().await {
+        let r = rate(6, 2);
         let limiter = SharedLimiter::new(db.store.clone(), Duration::from_secs(3600));
         assert_eq!(limiter.admit("k", r).await, Admission::Allowed);
         assert_eq!(limiter.admit("k", r).await, Admission::Allowed);
-        // What is left in the shared bucket is the other half.
-        let rest = db.store.lease_calls("k", r, 100).await.unwrap();
-        assert_eq!(rest.granted, 5, "{}", db.name);
+        let Admission::Limited { retry_after } = limiter.admit("k", r).await else {
+            unreachable!("{}: the burst is spent", db.name);
+        };
+        assert!(retry_after > Duration::from_secs(5), "{retry_after:?}");
+        // Nothing can be granted before the wait is over, on any server:
+        // this one answers from memory, whatever the bucket says now.
+        db.store.reset_rate_buckets().await.unwrap();
+        assert!(
+            matches!(limiter.admit("k", r).await, Admission::Limited { .. }),
+            "{}",
+            db.name
+        );
+        // Another key is not affected.
+        assert_eq!(limiter.admit("other", r).await, Admission::Allowed);
         db.finish().await;
     }
 }
