@@ -39,13 +39,17 @@ Commands:
   tidy             Run the architecture checks (crate edges, forbidden dependencies,
                    env reads, module docs, workspace lints, architecture doc)
   bench [SUITE]    Run the benchmarks (release, loopback): sources, mcp, bff
+  bench http [--database postgres://USER@HOST:PORT] [--seconds N] [--concurrency 16,32,64]
+                   The release binary against an nginx upstream, next to an nginx
+                   one-hop proxy (the floor), driven by wrk; SQLite unless --database
   cluster [N]      Start PostgreSQL, N replicas of the release binary (3 by default), nginx
                    with deploy/nginx.conf and a WebDAV server on loopback; Ctrl-C stops all
   cluster test [N] Run the cluster suite against such a cluster (N = 3 by default)
   integration      Run the MCP Python and TypeScript SDKs and the conformance
                    suite against a running `acdm-backend demo`
   setup            Install the test tools (pinned wsgidav and MCP Python SDK) into .test-tools/,
-                   and nginx (Debian's package, as root) for the cluster
+                   and nginx, its WebDAV module and wrk (Debian's packages, as root) for
+                   the cluster and `bench http`
   test [-- ARGS]   Install the test tools if possible, then run the whole test suite:
                    nextest (or cargo test) and doctests; ARGS go to the test runner
   help             Show this message
