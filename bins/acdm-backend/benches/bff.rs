@@ -589,7 +589,10 @@ fn run_on(database_url: Option<String>, concurrency: usize, duration: Duration) 
             duration,
         );
         failed |= bad;
-        println!("{database}: {name} / limits off throughput: {:.2}", on / off);
+        println!(
+            "{database}: {name} / limits off throughput: {:.2}",
+            on / off
+        );
     }
     failed
 }
