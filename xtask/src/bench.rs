@@ -10,8 +10,20 @@
 //!   realistic project, `get_meeting` against a small nc `read` and the
 //!   project `overview` against `list_mounts`, on SQLite and, with
 //!   `ACDM_BENCH_DATABASE_URL`, on PostgreSQL in the same run.
+//! - `http`: the release binary on loopback against a real upstream
+//!   (Debian's nginx serving GitLab's and Nextcloud's wire formats), next
+//!   to an nginx one-hop proxy as the floor, driven by wrk at C=16, 32 and
+//!   64: req/s, p50, p99 and the ratio to the floor of the service's hot
+//!   path, and its resident memory. On SQLite, or with `--database
+//!   postgres://…` on a PostgreSQL database of its own. Not part of
+//!   `cargo xtask bench` without a suite name: it needs nginx, its WebDAV
+//!   module and wrk (`cargo xtask setup` installs them as root) and builds
+//!   the release binary. Like `cargo xtask cluster`, this module only
+//!   prepares and then replaces itself with the `acdm-cluster` harness
+//!   (`tests/cluster`, its `bench` module), which runs everything.
 
-use std::process::ExitCode;
+use std::os::unix::process::CommandExt as _;
+use std::process::{Command, ExitCode};
 
 use crate::metadata::cargo_command;
 use crate::tidy::workspace_root;
@@ -26,8 +38,13 @@ const SUITES: &[(&str, &[&str])] = &[
     ("bff", &["bench", "-p", "acdm-backend", "--bench", "bff"]),
 ];
 
-/// Entry point for `cargo xtask bench [suite]`.
+/// Entry point for `cargo xtask bench [suite]` and `cargo xtask bench http [ARGS]`.
 pub(crate) fn main(args: &[String]) -> ExitCode {
+    if let Some((first, rest)) = args.split_first()
+        && first == "http"
+    {
+        return http(rest);
+    }
     let root = workspace_root();
     let selected: Vec<&(&str, &[&str])> = match args {
         [] => SUITES.iter().collect(),
@@ -56,5 +73,42 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// `cargo xtask bench http [ARGS]`: installs nginx, its WebDAV module and
+/// wrk (as root), checks psql for PostgreSQL, builds the release backend
+/// and the harness, then becomes the harness's `bench` (ARGS go to it).
+fn http(args: &[String]) -> ExitCode {
+    let root = workspace_root();
+    // Every argument is the harness's; a `--` (as `cluster` takes) is allowed.
+    let args: Vec<&String> = args.iter().filter(|a| *a != "--").collect();
+    let postgres = args
+        .iter()
+        .any(|a| a.starts_with("postgres://") || a.starts_with("postgresql://"));
+    let prepared = crate::setup::install_debian(&crate::setup::BENCH_PACKAGES).and_then(|()| {
+        if postgres {
+            crate::cluster::require_psql()?;
+        }
+        crate::cluster::build(&root)
+    });
+    match prepared {
+        Ok((backend, harness)) => {
+            let work = crate::cluster::target_dir(&root).join("bench-http");
+            let error = Command::new(harness)
+                .arg("bench")
+                .arg("--backend")
+                .arg(backend)
+                .arg("--work")
+                .arg(work)
+                .args(args)
+                .exec();
+            eprintln!("xtask bench http: cannot start the harness: {error}");
+            ExitCode::FAILURE
+        }
+        Err(error) => {
+            eprintln!("xtask bench http: {error}");
+            ExitCode::FAILURE
+        }
     }
 }

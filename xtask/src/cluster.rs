@@ -77,16 +77,28 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
 /// backend and the harness binary.
 fn prepare(root: &Path) -> Result<(PathBuf, PathBuf), String> {
     crate::setup::install(root)?;
-    crate::setup::install_nginx()?;
+    crate::setup::install_debian(&[crate::setup::NGINX])?;
+    require_psql()?;
+    build(root)
+}
+
+/// Fails unless psql runs (the harness creates and drops its database with it).
+pub(crate) fn require_psql() -> Result<(), String> {
     let psql = Command::new("psql")
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if !psql {
-        return Err("psql is not installed (Debian: postgresql-client)".to_owned());
+    if psql {
+        Ok(())
+    } else {
+        Err("psql is not installed (Debian: postgresql-client)".to_owned())
     }
+}
+
+/// Builds the release backend and the harness; returns their paths.
+pub(crate) fn build(root: &Path) -> Result<(PathBuf, PathBuf), String> {
     for build in [
         &["build", "--release", "-p", "acdm-backend"][..],
         &["build", "-p", "acdm-cluster"][..],
@@ -109,7 +121,7 @@ fn prepare(root: &Path) -> Result<(PathBuf, PathBuf), String> {
 }
 
 /// Cargo's target folder.
-fn target_dir(root: &Path) -> PathBuf {
+pub(crate) fn target_dir(root: &Path) -> PathBuf {
     #[expect(
         clippy::disallowed_methods,
         reason = "xtask finds cargo's target folder"

@@ -41,6 +41,9 @@ Commands:
   tidy             Run the architecture checks (crate edges, forbidden dependencies,
                    env reads, module docs, workspace lints, architecture doc)
   bench [SUITE]    Run the benchmarks (release, loopback): sources, mcp, bff
+  bench http [--database postgres://USER@HOST:PORT] [--seconds N] [--concurrency 16,32,64]
+                   The release binary against an nginx upstream, next to an nginx
+                   one-hop proxy (the floor), driven by wrk; SQLite unless --database
   cluster [N]      Start PostgreSQL, N replicas of the release binary (3 by default), nginx
                    with deploy/nginx.conf and a WebDAV server on loopback; Ctrl-C stops all
   cluster test [N] Run the cluster suite against such a cluster (N = 3 by default)
@@ -49,7 +52,8 @@ Commands:
   fuzz-api         Run schemathesis (every check, all phases) against a running
                    `acdm-backend demo` through its /openapi.json
   setup            Install the test tools (pinned wsgidav and MCP Python SDK) into .test-tools/,
-                   and, as root, Debian's nginx (the cluster) and chromium (the console tests)
+                   and, as root, Debian's nginx, its WebDAV module and wrk (the cluster,
+                   `bench http`) and chromium (the console tests)
   test [-- ARGS]   Install the test tools if possible, then run the whole test suite:
                    nextest (or cargo test) and doctests; ARGS go to the test runner
   help             Show this message

@@ -7,16 +7,17 @@
 //! - the official MCP Python SDK (`mcp`, pinned) in the same venv, for
 //!   `cargo xtask integration`. (The conformance suite and Node 22 come
 //!   from npm through `npx` when the integration suite runs.)
-//! - nginx, the load balancer of `cargo xtask cluster`: Debian's package,
-//!   installed with apt when it is missing and this runs as root (CI);
-//!   otherwise the message says what to install. Only `cargo xtask setup`
-//!   and `cargo xtask cluster` ask for it; the test suite does not need it.
+//! - nginx, the load balancer of `cargo xtask cluster`, and for `cargo
+//!   xtask bench http` its WebDAV module (`dav_ext`, for `PROPFIND`) and
+//!   the load generator wrk: Debian's packages, installed with apt when
+//!   they are missing and this runs as root (CI); otherwise the message
+//!   says what to install. Only `cargo xtask setup`, `cargo xtask cluster`
+//!   (nginx) and `cargo xtask bench http` (all three) ask for them; the
+//!   test suite does not need them.
 //! - schemathesis and openapi-spec-validator (pinned) in the same venv,
 //!   for `cargo xtask fuzz-api`;
 //! - Debian's `chromium` and `chromium-driver` for the console's browser
-//!   suite (`tests/console`), with apt, when they are missing and setup
-//!   runs as root on Debian; otherwise it says how to get them. Never a
-//!   browser download.
+//!   suite (`tests/console`), the same way. Never a browser download.
 //!
 //! Idempotent: a tool already at the pinned version is left alone.
 //! `cargo xtask test` runs this first and carries on without the tools when
@@ -61,7 +62,7 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     if let Some(arg) = args.first() {
         return crate::usage_error(&format!("`setup` takes no arguments (got `{arg}`)"));
     }
-    match install(&workspace_root()).and_then(|()| install_nginx()) {
+    match install(&workspace_root()).and_then(|()| install_debian(&BENCH_PACKAGES)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("xtask setup: {error}");
@@ -77,55 +78,18 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// Installs Debian's chromium and chromium-driver when they are missing
 /// and this runs as root with apt; an error says what to do otherwise.
 pub(crate) fn install_browser() -> Result<(), String> {
-    debian_packages(
-        &["chromium", "chromium-driver"],
-        || Path::new(CHROMIUM).is_file() && Path::new(CHROMEDRIVER).is_file(),
-        "the console's browser tests",
-    )
-}
-
-/// Installs Debian's `packages` when `present` says they are missing: with
-/// apt-get as root (as in CI); anyone else is told what to install, for
-/// `what`. Checks `present` again afterwards.
-pub(crate) fn debian_packages(
-    packages: &[&str],
-    present: impl Fn() -> bool,
-    what: &str,
-) -> Result<(), String> {
-    let listed = packages.join(" ");
-    if present() {
-        println!("setup: {listed} installed");
-        return Ok(());
-    }
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
-    if !root || !quiet(Command::new("apt-get").arg("--version")) {
-        return Err(format!(
-            "{what} need Debian's {listed}: `sudo apt-get install {listed}`"
-        ));
-    }
-    let mut install = vec!["install", "-y", "-qq", "--no-install-recommends"];
-    install.extend_from_slice(packages);
-    for args in [&["update", "-qq"][..], &install[..]] {
-        println!("$ apt-get {}", args.join(" "));
-        let status = Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .map_err(|e| format!("cannot run apt-get: {e}"))?;
-        if !status.success() {
-            return Err(format!("`apt-get {}` failed", args.join(" ")));
-        }
-    }
-    if present() {
-        Ok(())
-    } else {
-        Err(format!(
-            "apt-get installed {listed}, but they are still not found"
-        ))
-    }
+    install_debian(&[
+        DebianPackage {
+            name: "chromium",
+            role: "the console's browser tests",
+            present: Presence::File(CHROMIUM),
+        },
+        DebianPackage {
+            name: "chromium-driver",
+            role: "the console's browser tests",
+            present: Presence::File(CHROMEDRIVER),
+        },
+    ])
 }
 
 /// Installs what is missing; an error says what to do.
@@ -201,16 +165,125 @@ pub(crate) fn install(root: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Installs Debian's nginx unless an `nginx` is on the `PATH`. Only as
-/// root with apt (as in CI); anyone else is told what to install. The
-/// cluster runs it as a child process with its own configuration, never
-/// as the system's service.
-pub(crate) fn install_nginx() -> Result<(), String> {
-    debian_packages(
-        &["nginx"],
-        || quiet(Command::new("nginx").arg("-v")),
-        "the cluster's load balancer and the HTTP bench",
-    )
+/// A program of Debian's that the cluster, the HTTP bench or the console tests run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DebianPackage {
+    /// The package's name (`apt-get install <name>`).
+    pub(crate) name: &'static str,
+    /// What it is for, in messages.
+    pub(crate) role: &'static str,
+    /// How to tell it is installed.
+    pub(crate) present: Presence,
+}
+
+/// How to tell a package is installed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Presence {
+    /// This command, with these arguments, runs and exits 0.
+    Runs(&'static str, &'static [&'static str]),
+    /// This command runs at all (whatever its exit status: wrk has no
+    /// option that exits 0 without a target).
+    Starts(&'static str, &'static [&'static str]),
+    /// This file exists.
+    File(&'static str),
+}
+
+impl Presence {
+    fn holds(self) -> bool {
+        match self {
+            Self::Runs(program, args) => quiet(Command::new(program).args(args)),
+            Self::Starts(program, args) => Command::new(program)
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok(),
+            Self::File(path) => Path::new(path).is_file(),
+        }
+    }
+}
+
+/// Debian's nginx: the balancer of `cargo xtask cluster`, the upstream and
+/// the one-hop floor of `cargo xtask bench http`.
+pub(crate) const NGINX: DebianPackage = DebianPackage {
+    name: "nginx",
+    role: "the cluster's balancer and the HTTP bench's upstream",
+    present: Presence::Runs("nginx", &["-v"]),
+};
+
+/// Where Debian's nginx keeps its dynamic modules.
+pub(crate) const DAV_EXT_MODULE: &str = "/usr/lib/nginx/modules/ngx_http_dav_ext_module.so";
+
+/// nginx's `dav_ext` module: `PROPFIND` (nc `list`) for the HTTP bench.
+pub(crate) const DAV_EXT: DebianPackage = DebianPackage {
+    name: "libnginx-mod-http-dav-ext",
+    role: "PROPFIND in the HTTP bench's WebDAV upstream",
+    present: Presence::File(DAV_EXT_MODULE),
+};
+
+/// wrk, the HTTP bench's load generator.
+pub(crate) const WRK: DebianPackage = DebianPackage {
+    name: "wrk",
+    role: "the HTTP bench's load generator",
+    present: Presence::Starts("wrk", &["-v"]),
+};
+
+/// Everything `cargo xtask setup` installs from Debian.
+pub(crate) const BENCH_PACKAGES: [DebianPackage; 3] = [NGINX, DAV_EXT, WRK];
+
+/// Installs those of Debian's `packages` that are missing. Only as root
+/// with apt (as in CI); anyone else is told what to install. nginx runs
+/// as a child process with its own configuration, never as the system's
+/// service.
+pub(crate) fn install_debian(packages: &[DebianPackage]) -> Result<(), String> {
+    let missing: Vec<&DebianPackage> = packages.iter().filter(|p| !p.present.holds()).collect();
+    for package in packages {
+        if !missing.iter().any(|m| m.name == package.name) {
+            println!("setup: {} is installed ({})", package.name, package.role);
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = missing.iter().map(|p| p.name).collect();
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0");
+    if !root || !quiet(Command::new("apt-get").arg("--version")) {
+        return Err(format!(
+            "not installed: {}; install Debian's packages (`sudo apt-get install {}`)",
+            missing
+                .iter()
+                .map(|p| format!("{} ({})", p.name, p.role))
+                .collect::<Vec<_>>()
+                .join(", "),
+            names.join(" ")
+        ));
+    }
+    let install: Vec<&str> = ["install", "-y", "-qq", "--no-install-recommends"]
+        .into_iter()
+        .chain(names.iter().copied())
+        .collect();
+    for args in [&["update", "-qq"][..], &install[..]] {
+        println!("$ apt-get {}", args.join(" "));
+        let status = Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .map_err(|e| format!("cannot run apt-get: {e}"))?;
+        if !status.success() {
+            return Err(format!("apt-get {} failed", args.join(" ")));
+        }
+    }
+    match missing.iter().find(|p| !p.present.holds()) {
+        None => Ok(()),
+        Some(package) => Err(format!(
+            "apt-get installed {}, but it is still not there",
+            package.name
+        )),
+    }
 }
 
 fn quiet(command: &mut Command) -> bool {

@@ -70,16 +70,19 @@ pub(crate) struct Spec {
     pub(crate) settings: Vec<(String, String)>,
 }
 
-/// A database of the cluster's own on the local server; dropped (with
-/// any connection still open) when the cluster stops.
-struct Database {
+/// A database of the cluster's (or the HTTP bench's) own on the local
+/// server; dropped (with any connection still open) when the cluster
+/// stops, or when the value is dropped.
+pub(crate) struct Database {
     server: String,
     name: String,
     dropped: bool,
 }
 
 impl Database {
-    fn create(server: &str, name: &str) -> Result<Self> {
+    /// Creates the database `name` on `server` (a URL without a database,
+    /// `postgres://postgres@127.0.0.1:5432`), dropping one of that name first.
+    pub(crate) fn create(server: &str, name: &str) -> Result<Self> {
         let db = Self {
             server: server.trim_end_matches('/').to_owned(),
             name: name.to_owned(),
@@ -90,7 +93,8 @@ impl Database {
         Ok(db)
     }
 
-    fn url(&self) -> String {
+    /// Its URL.
+    pub(crate) fn url(&self) -> String {
         format!("{}/{}", self.server, self.name)
     }
 
@@ -110,7 +114,8 @@ impl Database {
         Ok(())
     }
 
-    fn drop_now(&mut self) -> Result<()> {
+    /// Drops it now (at most once).
+    pub(crate) fn drop_now(&mut self) -> Result<()> {
         if !self.dropped {
             self.dropped = true;
             self.psql(&format!(
@@ -539,27 +544,10 @@ impl Cluster {
         path: &str,
         body: Option<Value>,
     ) -> Result<Value> {
-        let url = format!("{}{path}", self.replica_url(index)?);
-        let mut request = self
-            .http
-            .request(method.clone(), url)
-            .bearer_auth(&self.admin_token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request
-            .send()
+        let base = self.replica_url(index)?;
+        admin(&self.http, &base, &self.admin_token, method, path, body)
             .await
-            .with_context(|| format!("{method} {path} on replica {index}"))?;
-        let status = response.status();
-        let envelope: Value = response
-            .json()
-            .await
-            .with_context(|| format!("{method} {path} on replica {index}: not JSON"))?;
-        if !status.is_success() || envelope.get("success") != Some(&Value::Bool(true)) {
-            bail!("{method} {path} on replica {index}: {status} {envelope}");
-        }
-        Ok(envelope)
+            .with_context(|| format!("on replica {index}"))
     }
 
     /// The harness client (the engine's client) against `base_url`.
@@ -580,31 +568,7 @@ impl Cluster {
 
     /// Provisions the project, its members and its agent through replica 0.
     async fn provision(&self) -> Result<()> {
-        use reqwest::Method;
-        self.admin(
-            0,
-            Method::POST,
-            "/admin/projects",
-            Some(json!({ "slug": SLUG, "name": PROJECT })),
-        )
-        .await?;
-        for (user, role) in [(OWNER, "owner"), (MEMBER, "member")] {
-            self.admin(
-                0,
-                Method::POST,
-                &format!("/admin/projects/{SLUG}/members"),
-                Some(json!({ "user_id": user, "role": role })),
-            )
-            .await?;
-        }
-        self.admin(
-            0,
-            Method::POST,
-            "/admin/agents",
-            Some(json!({ "agent_name": AGENT, "project": SLUG })),
-        )
-        .await?;
-        Ok(())
+        provision(&self.http, &self.replica_url(0)?, &self.admin_token).await
     }
 
     /// Stops everything: the balancer, the replicas (SIGTERM), the WebDAV
@@ -622,6 +586,69 @@ impl Cluster {
             .await;
         self.db.drop_now()
     }
+}
+
+/// An operator API call to the server at `base`; the envelope, which must
+/// be a success.
+pub(crate) async fn admin(
+    http: &reqwest::Client,
+    base: &str,
+    admin_token: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> Result<Value> {
+    let mut request = http
+        .request(method.clone(), format!("{base}{path}"))
+        .bearer_auth(admin_token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request
+        .send()
+        .await
+        .with_context(|| format!("{method} {path}"))?;
+    let status = response.status();
+    let envelope: Value = response
+        .json()
+        .await
+        .with_context(|| format!("{method} {path}: not JSON"))?;
+    if !status.is_success() || envelope.get("success") != Some(&Value::Bool(true)) {
+        bail!("{method} {path}: {status} {envelope}");
+    }
+    Ok(envelope)
+}
+
+/// Provisions the project `alpha` (folder `Alpha`), its owner, its member
+/// and its agent through the operator API of the server at `base`.
+pub(crate) async fn provision(http: &reqwest::Client, base: &str, admin_token: &str) -> Result<()> {
+    let post = reqwest::Method::POST;
+    let project = json!({ "slug": SLUG, "name": PROJECT });
+    admin(
+        http,
+        base,
+        admin_token,
+        post.clone(),
+        "/admin/projects",
+        Some(project),
+    )
+    .await?;
+    let members = format!("/admin/projects/{SLUG}/members");
+    for (user, role) in [(OWNER, "owner"), (MEMBER, "member")] {
+        let member = json!({ "user_id": user, "role": role });
+        admin(
+            http,
+            base,
+            admin_token,
+            post.clone(),
+            &members,
+            Some(member),
+        )
+        .await?;
+    }
+    let agent = json!({ "agent_name": AGENT, "project": SLUG });
+    admin(http, base, admin_token, post, "/admin/agents", Some(agent)).await?;
+    Ok(())
 }
 
 /// Pages of the seeded wiki's handbook: a wiki of a real team's size, so
@@ -712,7 +739,7 @@ where
 }
 
 /// A loopback port free at this moment.
-fn free_port() -> Result<u16> {
+pub(crate) fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
@@ -726,7 +753,7 @@ pub(crate) fn random_token() -> Result<String> {
 
 /// The plain HTTP client of the harness and the suite: no proxy from the
 /// environment, no redirects, a 30 s budget per request.
-fn http_client() -> Result<reqwest::Client> {
+pub(crate) fn http_client() -> Result<reqwest::Client> {
     #[expect(
         clippy::disallowed_methods,
         reason = "the cluster suite's own client, not an upstream client of the service"

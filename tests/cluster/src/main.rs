@@ -10,7 +10,16 @@
 //!
 //! `up` starts the cluster ([`harness`]), prints its addresses and runs
 //! until Ctrl-C; `test` runs the suite ([`suite`]) and exits 1 if a check
-//! failed. `--set` gives every replica a setting (`--set
+//! failed.
+//!
+//! ```text
+//! acdm-cluster bench --backend <release binary> --work <folder> [--database sqlite|postgres://…] [--seconds N] …
+//! ```
+//!
+//! `bench` is the HTTP bench of `cargo xtask bench http` ([`bench`]): one
+//! release replica against an nginx upstream, next to an nginx one-hop
+//! proxy as the floor, driven by wrk; it prints its tables and exits 1 if
+//! an answer failed. `--set` gives every replica a setting (`--set
 //! ACDM_SCOPE_POLL_MILLIS=500`); `--postgres` names another server than
 //! `postgres://postgres@127.0.0.1:5432`.
 
@@ -20,6 +29,7 @@
     reason = "a command-line harness: printing addresses and the suite's report is its job"
 )]
 
+mod bench;
 mod harness;
 mod load;
 mod nginx;
@@ -47,7 +57,8 @@ struct Args {
 }
 
 const USAGE: &str = "usage: acdm-cluster (up|test) --backend PATH --root PATH --work PATH \
-                     [--replicas N] [--postgres URL] [--set KEY=VALUE]...";
+                     [--replicas N] [--postgres URL] [--set KEY=VALUE]...\n       \
+                     acdm-cluster bench --backend PATH --work PATH [--database URL] [--seconds N] ...";
 
 fn parse(args: &[String]) -> Result<Args> {
     let (mode, rest) = match args.split_first() {
@@ -107,6 +118,18 @@ fn parse(args: &[String]) -> Result<Args> {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // The harness's HTTP clients build on rustls (plain HTTP here).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    if let Some(("bench", rest)) = args.split_first().map(|(m, rest)| (m.as_str(), rest)) {
+        return match bench::main(rest).await {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(error) => {
+                eprintln!("acdm-cluster bench: {error:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let args = match parse(&args) {
         Ok(args) => args,
         Err(error) => {
@@ -114,8 +137,6 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // The suite's HTTP clients build on rustls (plain HTTP here).
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let result = match args.mode {
         Mode::Up => up(&args.spec).await,
         Mode::Test => test(&args.spec).await,

@@ -82,15 +82,7 @@ pub(crate) fn derive_config(
             http_blocks += 1;
             out.push(format!("  {LOG_FORMAT}"));
             out.push(format!("  access_log {} cluster;", path("access.log")));
-            for (directive, folder) in [
-                ("client_body_temp_path", "body"),
-                ("proxy_temp_path", "proxy"),
-                ("fastcgi_temp_path", "fastcgi"),
-                ("uwsgi_temp_path", "uwsgi"),
-                ("scgi_temp_path", "scgi"),
-            ] {
-                out.push(format!("  {directive} {};", path(folder)));
-            }
+            out.extend(temp_paths(dir).into_iter().map(|line| format!("  {line}")));
         }
     }
     if upstream_blocks != 1 || !servers_written {
@@ -101,6 +93,21 @@ pub(crate) fn derive_config(
     }
     out.push(String::new());
     Ok(out.join("\n"))
+}
+
+/// The directives (for an `http` block) that keep nginx's temporary files
+/// in `dir` instead of the system's folders.
+pub(crate) fn temp_paths(dir: &Path) -> Vec<String> {
+    [
+        ("client_body_temp_path", "body"),
+        ("proxy_temp_path", "proxy"),
+        ("fastcgi_temp_path", "fastcgi"),
+        ("uwsgi_temp_path", "uwsgi"),
+        ("scgi_temp_path", "scgi"),
+    ]
+    .into_iter()
+    .map(|(directive, folder)| format!("{directive} {};", dir.join(folder).display()))
+    .collect()
 }
 
 /// The whitespace `line` starts with.
@@ -132,8 +139,21 @@ impl Nginx {
         let deployed = std::fs::read_to_string(&deployed_path)
             .with_context(|| format!("cannot read {}", deployed_path.display()))?;
         std::fs::create_dir_all(dir)?;
+        Self::run(
+            dir,
+            listen,
+            &derive_config(&deployed, listen, upstreams, dir)?,
+        )
+        .await
+    }
+
+    /// Writes `text` as `dir/nginx.conf` and starts nginx on it (its
+    /// prefix `dir`); ready once `listen` accepts connections. The
+    /// configuration keeps the process's own files in `dir`.
+    pub(crate) async fn run(dir: &Path, listen: SocketAddr, text: &str) -> Result<Self> {
+        std::fs::create_dir_all(dir)?;
         let config = dir.join("nginx.conf");
-        std::fs::write(&config, derive_config(&deployed, listen, upstreams, dir)?)?;
+        std::fs::write(&config, text)?;
         let mut command = Command::new("nginx");
         command
             .arg("-p")
@@ -158,6 +178,11 @@ impl Nginx {
             .await
             .context("nginx did not start")?;
         Ok(nginx)
+    }
+
+    /// The master process's id (its workers are its children).
+    pub(crate) fn pid(&self) -> i32 {
+        self.process.pid()
     }
 
     /// Stops nginx (a fast shutdown).

@@ -1,0 +1,621 @@
+//! `acdm-cluster bench`: the HTTP bench of `cargo xtask bench http` — the
+//! service's hot path against the physical floor of a hop on this machine.
+//!
+//! It starts, on loopback:
+//!
+//! - the upstream: Debian's nginx serving Nextcloud's WebDAV (a 4 KiB
+//!   file, a folder of 21 files, `PROPFIND` through `dav_ext`) and unified
+//!   search, and GitLab's blob search and raw files, from a folder
+//!   ([`upstream`]);
+//! - the floor: a second nginx that only proxies to the first, over
+//!   kept-alive connections;
+//! - one release `acdm-backend serve` whose GitLab and Nextcloud are that
+//!   upstream, on SQLite (its data folder) or, with `--database URL`, on a
+//!   PostgreSQL database of its own (`acdm_bench_http_<pid>`, created on
+//!   that server and dropped at the end), with the rate limits on and far
+//!   above the throughput (every call pays for the check, none is refused)
+//!   and the project `alpha`, its member and its agent provisioned through
+//!   `/admin`.
+//!
+//! Then, at each concurrency (16, 32, 64 by default), wrk drives every
+//! [`scenario`] in turn — the floor first and again last — for a warm-up
+//! and a measured run, and the block's table is printed: req/s, p50, p99,
+//! the ratio to the floor, the p99 over the floor's, the hop's CPU time
+//! per answer, and the failures. The service's resident memory is read
+//! idle and after each concurrency; the issue's targets are read off the
+//! end. Exit status 1 when any answer failed (the table says which and
+//! how), never for a figure.
+
+mod procfs;
+mod report;
+mod scenario;
+mod upstream;
+mod wrk;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use rustix::process::Signal;
+use tokio::process::Command;
+
+use crate::bench::report::{Block, MemoryLog, Row};
+use crate::bench::scenario::{FLOOR, FLOOR_AGAIN, Scenario, Target};
+use crate::bench::wrk::Load;
+use crate::harness::{Database, free_port, http_client, provision, random_token};
+use crate::nginx::Nginx;
+use crate::process::{Process, log_tail};
+
+/// The command line.
+const USAGE: &str = "usage: acdm-cluster bench --backend PATH --work PATH [--database sqlite|postgres://USER@HOST:PORT] \
+                     [--seconds N] [--warmup N] [--concurrency 16,32,64] [--threads N] [--keep]";
+
+/// The bench's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Options {
+    /// The release binary.
+    backend: PathBuf,
+    /// Where run folders go.
+    work: PathBuf,
+    /// `None`: SQLite; else the PostgreSQL server to make a database on.
+    postgres: Option<String>,
+    /// Seconds measured per scenario.
+    seconds: u64,
+    /// Seconds of warm-up before each.
+    warmup: u64,
+    /// The concurrencies, in order.
+    concurrency: Vec<usize>,
+    /// wrk's threads.
+    threads: usize,
+    /// Keep the run folder (logs, scripts, the upstream's files) even
+    /// when every answer succeeded.
+    keep: bool,
+}
+
+/// The server part of a PostgreSQL URL (`postgres://u@h:p/db?x` →
+/// `postgres://u@h:p`): the bench makes its own database there.
+fn server_of(url: &str) -> Result<String> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| anyhow!("`{url}` is not a postgres:// URL"))?;
+    if scheme != "postgres" && scheme != "postgresql" {
+        bail!("`{url}` is not a postgres:// URL (or `sqlite`)");
+    }
+    let authority = rest.split(['/', '?']).next().unwrap_or_default();
+    if authority.is_empty() {
+        bail!("`{url}` names no server");
+    }
+    Ok(format!("{scheme}://{authority}"))
+}
+
+/// Parses the bench's arguments.
+pub(crate) fn parse(args: &[String]) -> Result<Options> {
+    let (mut backend, mut work, mut postgres) = (None, None, None);
+    let (mut seconds, mut warmup, mut threads) = (10, 2, 2);
+    let mut concurrency = vec![16, 32, 64];
+    let mut keep = false;
+    let mut iter = args.iter();
+    while let Some(flag) = iter.next() {
+        let mut value = || {
+            iter.next()
+                .cloned()
+                .ok_or_else(|| anyhow!("{flag} needs a value\n{USAGE}"))
+        };
+        let number = |text: String| -> Result<u64> {
+            text.parse()
+                .with_context(|| format!("{flag} takes a whole number, not `{text}`"))
+        };
+        match flag.as_str() {
+            "--backend" => backend = Some(PathBuf::from(value()?)),
+            "--work" => work = Some(PathBuf::from(value()?)),
+            "--database" => {
+                let url = value()?;
+                postgres = if url == "sqlite" {
+                    None
+                } else {
+                    Some(server_of(&url)?)
+                };
+            }
+            "--seconds" => seconds = number(value()?)?,
+            "--warmup" => warmup = number(value()?)?,
+            "--threads" => threads = usize::try_from(number(value()?)?)?,
+            "--concurrency" => {
+                concurrency = value()?
+                    .split(',')
+                    .map(|c| {
+                        c.trim()
+                            .parse::<usize>()
+                            .ok()
+                            .filter(|c| *c > 0)
+                            .ok_or_else(|| anyhow!("--concurrency takes numbers like 16,32,64"))
+                    })
+                    .collect::<Result<_>>()?;
+            }
+            "--keep" => keep = true,
+            other => bail!("unknown argument `{other}`\n{USAGE}"),
+        }
+    }
+    if seconds == 0 || threads == 0 {
+        bail!("--seconds and --threads must be at least 1");
+    }
+    let missing = |name: &str| anyhow!("{name} is required\n{USAGE}");
+    // nginx reads its paths from its prefix: every path is made absolute.
+    let absolute = |path: PathBuf| std::path::absolute(&path).unwrap_or(path);
+    Ok(Options {
+        backend: absolute(backend.ok_or_else(|| missing("--backend"))?),
+        work: absolute(work.ok_or_else(|| missing("--work"))?),
+        postgres,
+        seconds,
+        warmup,
+        concurrency,
+        threads,
+        keep,
+    })
+}
+
+/// The rate limits: on, far above what one machine serves, so every call
+/// pays for the check and none is refused.
+const RATE_LIMITS: [(&str, &str); 6] = [
+    ("ACDM_BFF_RATE_PER_MINUTE", "1000000"),
+    ("ACDM_BFF_RATE_BURST", "1000000"),
+    ("ACDM_BFF_WRITE_RATE_PER_MINUTE", "1000000"),
+    ("ACDM_BFF_WRITE_RATE_BURST", "1000000"),
+    ("ACDM_MCP_TOOL_RATE_PER_MINUTE", "1000000"),
+    ("ACDM_MCP_TOOL_RATE_BURST", "1000000"),
+];
+
+/// Everything running.
+struct Rig {
+    upstream: Nginx,
+    floor: Nginx,
+    service: Process,
+    service_addr: SocketAddr,
+    token: String,
+    database: Option<Database>,
+    dir: PathBuf,
+}
+
+impl Rig {
+    /// Seeds the upstream's files, starts both nginx, the database and the
+    /// service, provisions the project.
+    async fn start(options: &Options, dir: &Path) -> Result<Self> {
+        if !options.backend.is_file() {
+            bail!(
+                "no backend binary at {} (cargo build --release -p acdm-backend)",
+                options.backend.display()
+            );
+        }
+        if !Path::new(upstream::DAV_EXT_MODULE).is_file() {
+            bail!(
+                "nginx's dav_ext module is not installed at {} (Debian: apt-get install libnginx-mod-http-dav-ext; `cargo xtask setup` does)",
+                upstream::DAV_EXT_MODULE
+            );
+        }
+        std::fs::create_dir_all(dir)?;
+        let layout = upstream::seed(dir)?;
+        let upstream_addr = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+        let upstream_dir = dir.join("upstream");
+        let upstream = Nginx::run(
+            &upstream_dir,
+            upstream_addr,
+            &upstream::upstream_config(&upstream_dir, upstream_addr, &layout),
+        )
+        .await
+        .context("the upstream nginx did not start")?;
+        let floor_addr = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+        let floor_dir = dir.join("floor");
+        let floor = Nginx::run(
+            &floor_dir,
+            floor_addr,
+            &upstream::proxy_config(&floor_dir, floor_addr, upstream_addr),
+        )
+        .await
+        .context("the floor's nginx did not start")?;
+        let database = match &options.postgres {
+            Some(server) => Some(Database::create(
+                server,
+                &format!("acdm_bench_http_{}", std::process::id()),
+            )?),
+            None => None,
+        };
+        let token = random_token()?;
+        let admin_token = random_token()?;
+        let service_addr = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+        let upstream_url = format!("http://{upstream_addr}");
+        let mut env: Vec<(&str, String)> = vec![
+            ("ACDM_LISTEN_ADDR", service_addr.to_string()),
+            ("ACDM_DATA_DIR", dir.join("data").display().to_string()),
+            ("ACDM_MCP_SERVICE_TOKEN", token.clone()),
+            ("ACDM_ADMIN_TOKEN", admin_token.clone()),
+            ("ACDM_LOCAL_SOURCES", "false".to_owned()),
+            ("NEXTCLOUD_URL", upstream_url.clone()),
+            ("NEXTCLOUD_USER", upstream::DAV_USER.to_owned()),
+            ("NEXTCLOUD_APP_PASSWORD", upstream::DAV_PASSWORD.to_owned()),
+            ("NEXTCLOUD_BASE_PATH", "/Projects".to_owned()),
+            ("GITLAB_WIKI_BASE_URL", upstream_url),
+            (
+                "GITLAB_WIKI_PROJECT_ID",
+                upstream::GITLAB_PROJECT.to_owned(),
+            ),
+            ("GITLAB_WIKI_PAT", "bench-gitlab-token".to_owned()),
+            ("ACDM_SHUTDOWN_PRESTOP_SECONDS", "0".to_owned()),
+            ("ACDM_LOG_FORMAT", "json".to_owned()),
+        ];
+        env.extend(RATE_LIMITS.iter().map(|(k, v)| (*k, (*v).to_owned())));
+        if let Some(db) = &database {
+            env.push(("DATABASE_URL", db.url()));
+        }
+        let mut command = Command::new(&options.backend);
+        command.arg("serve").env_clear().envs(env);
+        let service = Process::spawn("acdm-backend", command, &dir.join("service.log"))?;
+        let mut rig = Self {
+            upstream,
+            floor,
+            service,
+            service_addr,
+            token,
+            database,
+            dir: dir.to_owned(),
+        };
+        rig.wait_ready().await?;
+        let http = http_client()?;
+        provision(&http, &format!("http://{service_addr}"), &admin_token)
+            .await
+            .context("provisioning the project through /admin")?;
+        Ok(rig)
+    }
+
+    /// Waits until the service answers `/readyz` with 200.
+    async fn wait_ready(&mut self) -> Result<()> {
+        let http = http_client()?;
+        let url = format!("http://{}/readyz", self.service_addr);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            if http
+                .get(&url)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().as_u16() == 200)
+            {
+                return Ok(());
+            }
+            if let Some(status) = self.service.exited() {
+                bail!(
+                    "the service exited ({status}) before it was ready:\n{}",
+                    self.service.log_tail(30)
+                );
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!(
+                    "the service was not ready within 60 s:\n{}",
+                    log_tail(&self.dir.join("service.log"), 30)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Where `target` listens.
+    fn addr(&self, target: Target) -> SocketAddr {
+        match target {
+            Target::Upstream => self.upstream.addr,
+            Target::Floor => self.floor.addr,
+            Target::Service => self.service_addr,
+        }
+    }
+
+    /// The process whose CPU time a scenario on `target` costs: the hop.
+    fn hop_pid(&self, target: Target) -> Option<i32> {
+        match target {
+            Target::Upstream => None,
+            Target::Floor => Some(self.floor.pid()),
+            Target::Service => Some(self.service.pid()),
+        }
+    }
+
+    /// Sends every scenario once and checks the answer, so a rig that
+    /// cannot answer fails with the answer before any load.
+    async fn preflight(&self, scenarios: &[Scenario]) -> Result<()> {
+        let http = http_client()?;
+        for scenario in scenarios {
+            let url = format!("http://{}{}", self.addr(scenario.target), scenario.path);
+            let method = reqwest::Method::from_bytes(scenario.request.method.as_bytes())?;
+            let mut request = http.request(method, url);
+            for (name, value) in &scenario.request.headers {
+                request = request.header(name, value);
+            }
+            if let Some(body) = &scenario.request.body {
+                request = request.body(body.clone());
+            }
+            let response = request
+                .send()
+                .await
+                .with_context(|| format!("{}: no answer", scenario.name))?;
+            let status = response.status().as_u16();
+            let body = response.text().await.unwrap_or_default();
+            scenario
+                .judge
+                .check(status, &body)
+                .map_err(|why| anyhow!("{}: {why}", scenario.name))?;
+        }
+        Ok(())
+    }
+
+    /// A warm-up and a measured run of `scenario` at `concurrency`.
+    async fn measure(
+        &self,
+        options: &Options,
+        scenario: &Scenario,
+        name: &str,
+        concurrency: usize,
+    ) -> Result<Row> {
+        let scripts = self.dir.join("scripts");
+        std::fs::create_dir_all(&scripts)?;
+        let script = scripts.join(format!("{}.lua", slug(scenario.name)));
+        std::fs::write(
+            &script,
+            wrk::script(scenario.name, &scenario.request, &scenario.judge),
+        )?;
+        let addr = self.addr(scenario.target);
+        let log = self.dir.join("wrk.log");
+        let load = |seconds: u64| Load {
+            connections: concurrency,
+            threads: options.threads,
+            duration: Duration::from_secs(seconds),
+        };
+        let warm = if options.warmup > 0 {
+            Some(wrk::run(load(options.warmup), &script, addr, &scenario.path, &log).await?)
+        } else {
+            None
+        };
+        let hop = self.hop_pid(scenario.target);
+        let cpu_before = hop.map(procfs::cpu_time);
+        let mut figures =
+            wrk::run(load(options.seconds), &script, addr, &scenario.path, &log).await?;
+        let cpu_us = hop.zip(cpu_before).and_then(|(pid, before)| {
+            let used = procfs::cpu_time(pid).saturating_sub(before);
+            (figures.requests > 0).then(|| used.as_secs_f64() * 1e6 / figures.requests as f64)
+        });
+        if let Some(warm) = &warm {
+            figures = figures.with_failures_of(warm);
+        }
+        Ok(Row {
+            name: name.to_owned(),
+            figures,
+            cpu_us,
+        })
+    }
+
+    /// Every scenario at `concurrency`: the floor first and again last.
+    async fn block(
+        &self,
+        options: &Options,
+        scenarios: &[Scenario],
+        concurrency: usize,
+    ) -> Result<Block> {
+        let mut runs: Vec<(&Scenario, &str)> = scenarios.iter().map(|s| (s, s.name)).collect();
+        if let Some(floor) = scenarios.iter().find(|s| s.name == FLOOR) {
+            runs.push((floor, FLOOR_AGAIN));
+        }
+        let mut rows = Vec::new();
+        for (scenario, name) in runs {
+            eprintln!("  C={concurrency}: {name}");
+            rows.push(self.measure(options, scenario, name, concurrency).await?);
+        }
+        Ok(Block { concurrency, rows })
+    }
+
+    /// Stops the service (SIGTERM: no pre-stop delay here), both nginx,
+    /// and drops the database.
+    async fn stop(mut self) -> Result<()> {
+        self.service
+            .stop(Signal::TERM, Duration::from_secs(15))
+            .await;
+        self.floor.stop().await;
+        self.upstream.stop().await;
+        if let Some(db) = self.database.as_mut() {
+            db.drop_now()?;
+        }
+        Ok(())
+    }
+}
+
+/// A file name for a scenario's script.
+fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_owned()
+}
+
+/// The first line of a program's `-v` output (nginx and wrk print to
+/// standard error).
+fn version_of(program: &str, arg: &str) -> String {
+    std::process::Command::new(program)
+        .arg(arg)
+        .output()
+        .ok()
+        .and_then(|out| {
+            let text = [out.stdout, out.stderr].concat();
+            String::from_utf8_lossy(&text)
+                .lines()
+                .next()
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| format!("{program}: not found"))
+}
+
+/// The load average, to read the run's noise by.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|| "?".to_owned())
+}
+
+/// Runs the bench; false when an answer failed.
+pub(crate) async fn main(args: &[String]) -> Result<bool> {
+    let options = parse(args)?;
+    let dir = options.work.join(format!("run-{}", std::process::id()));
+    let database = match &options.postgres {
+        Some(server) => format!(
+            "PostgreSQL (database acdm_bench_http_{} on {server})",
+            std::process::id()
+        ),
+        None => "SQLite".to_owned(),
+    };
+    println!("HTTP bench: the hot path against an nginx one-hop floor, on {database}");
+    println!(
+        "  {} cores, load average {} | {} | {} | wrk {} threads, {} s measured after a {} s warm-up per run",
+        std::thread::available_parallelism().map_or(0, usize::from),
+        load_average(),
+        version_of("nginx", "-v"),
+        version_of("wrk", "-v")
+            .split(" Copyright")
+            .next()
+            .unwrap_or_default(),
+        options.threads,
+        options.seconds,
+        options.warmup,
+    );
+    println!(
+        "  backend {} (rate limits on at 1000000/min), run folder {}",
+        options.backend.display(),
+        dir.display()
+    );
+    let rig = Rig::start(&options, &dir).await?;
+    let outcome = run(&rig, &options, &database).await;
+    let stopped = rig.stop().await;
+    let failed = match outcome {
+        Ok(failed) => failed,
+        Err(error) => {
+            println!("logs kept in {}", dir.display());
+            return Err(error);
+        }
+    };
+    stopped?;
+    if failed == 0 {
+        if options.keep {
+            println!("run folder kept: {}", dir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        Ok(true)
+    } else {
+        println!(
+            "\nFAILED: {failed} answers failed (see the FAILED lines above); logs kept in {}",
+            dir.display()
+        );
+        Ok(false)
+    }
+}
+
+/// The measurements on a started rig; the number of failed answers.
+async fn run(rig: &Rig, options: &Options, database: &str) -> Result<u64> {
+    let scenarios = scenario::scenarios(&rig.token);
+    rig.preflight(&scenarios).await?;
+    let pid = rig.service.pid();
+    let mut memory = MemoryLog::default();
+    memory.note(report::IDLE, procfs::memory(pid));
+    let mut blocks = Vec::new();
+    for &concurrency in &options.concurrency {
+        eprintln!("measuring at C={concurrency}…");
+        let block = rig.block(options, &scenarios, concurrency).await?;
+        memory.note(report::after(concurrency), procfs::memory(pid));
+        println!(
+            "\n{}",
+            block.table(&format!("{database}, load average {}", load_average()))
+        );
+        blocks.push(block);
+    }
+    println!("{}", memory.line());
+    println!("\n{}", report::targets(&blocks, &memory));
+    Ok(blocks.iter().map(Block::failures).sum())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn the_defaults_are_sqlite_ten_seconds_and_three_concurrencies() {
+        let options = parse(&args("--backend /b --work /w")).unwrap();
+        assert_eq!(options.postgres, None);
+        assert_eq!(
+            (options.seconds, options.warmup, options.threads),
+            (10, 2, 2)
+        );
+        assert_eq!(options.concurrency, [16, 32, 64]);
+        assert!(!options.keep);
+        assert!(parse(&args("--backend /b --work /w --keep")).unwrap().keep);
+    }
+
+    #[test]
+    fn a_postgres_url_names_the_server_the_bench_makes_its_database_on() {
+        let options = parse(&args(
+            "--backend /b --work /w --database postgres://postgres@127.0.0.1:5432/acdm_bench_http?sslmode=disable \
+             --seconds 3 --warmup 0 --concurrency 8,32 --threads 1",
+        ))
+        .unwrap();
+        assert_eq!(
+            options.postgres.as_deref(),
+            Some("postgres://postgres@127.0.0.1:5432")
+        );
+        assert_eq!(
+            (options.seconds, options.warmup, options.threads),
+            (3, 0, 1)
+        );
+        assert_eq!(options.concurrency, [8, 32]);
+        assert_eq!(
+            server_of("postgresql://u@h:1").unwrap(),
+            "postgresql://u@h:1"
+        );
+        assert!(server_of("mysql://u@h/x").is_err());
+        assert!(server_of("postgres:///x").is_err());
+        let sqlite = parse(&args("--backend /b --work /w --database sqlite")).unwrap();
+        assert_eq!(sqlite.postgres, None);
+    }
+
+    #[test]
+    fn bad_arguments_are_refused() {
+        for bad in [
+            "--work /w",
+            "--backend /b",
+            "--backend /b --work /w --seconds x",
+            "--backend /b --work /w --seconds 0",
+            "--backend /b --work /w --concurrency 16,,64",
+            "--backend /b --work /w --concurrency 0",
+            "--backend /b --work /w --frobnicate",
+            "--backend /b --work /w --database",
+        ] {
+            assert!(parse(&args(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn script_names_are_slugs_of_scenario_names() {
+        assert_eq!(
+            slug("MCP acdm_read_nextcloud_file (4 KiB)"),
+            "mcp-acdm-read-nextcloud-file-4-kib"
+        );
+        assert_eq!(
+            slug("floor: nginx one hop (GET 4 KiB)"),
+            "floor-nginx-one-hop-get-4-kib"
+        );
+    }
+}

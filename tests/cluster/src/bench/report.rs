@@ -1,0 +1,369 @@
+//! The HTTP bench's tables: one per concurrency, each scenario's figures
+//! next to the one-hop floor's, and the issue's targets read off them.
+//!
+//! The floor runs first and again last at each concurrency; its figures
+//! are the mean of the two runs, so a machine that got busier or quieter
+//! during the block moves both ends alike. Ratios are req/s over the
+//! floor's req/s; "p99 over floor" is the p99 minus the floor's p99.
+
+use std::fmt::Write as _;
+
+use crate::bench::procfs::Memory;
+use crate::bench::scenario::{FLOOR, FLOOR_AGAIN, MCP_READ_FILE, NC_READ};
+use crate::bench::wrk::Figures;
+
+/// One measured scenario.
+#[derive(Debug, Clone)]
+pub(crate) struct Row {
+    /// Its name.
+    pub(crate) name: String,
+    /// What wrk measured (the warm-up's failures included).
+    pub(crate) figures: Figures,
+    /// CPU time of the hop (the floor's nginx, or the service) per answer, in µs.
+    pub(crate) cpu_us: Option<f64>,
+}
+
+/// Every scenario at one concurrency.
+#[derive(Debug, Clone)]
+pub(crate) struct Block {
+    /// Connections.
+    pub(crate) concurrency: usize,
+    /// The rows, in the order they ran.
+    pub(crate) rows: Vec<Row>,
+}
+
+/// The floor's req/s and p99 (µs) at one concurrency.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Floor {
+    /// Answers per second.
+    pub(crate) rate: f64,
+    /// 99th percentile latency, µs.
+    pub(crate) p99_us: f64,
+}
+
+impl Block {
+    /// The floor: the mean of its runs.
+    pub(crate) fn floor(&self) -> Option<Floor> {
+        let runs: Vec<&Figures> = self
+            .rows
+            .iter()
+            .filter(|r| r.name == FLOOR || r.name == FLOOR_AGAIN)
+            .map(|r| &r.figures)
+            .collect();
+        if runs.is_empty() {
+            return None;
+        }
+        let n = runs.len() as f64;
+        Some(Floor {
+            rate: runs.iter().map(|f| f.rate()).sum::<f64>() / n,
+            p99_us: runs.iter().map(|f| f.p99_us as f64).sum::<f64>() / n,
+        })
+    }
+
+    /// The row named `name`.
+    pub(crate) fn row(&self, name: &str) -> Option<&Row> {
+        self.rows.iter().find(|r| r.name == name)
+    }
+
+    /// `name`'s req/s over the floor's.
+    pub(crate) fn ratio(&self, name: &str) -> Option<f64> {
+        let floor = self.floor()?;
+        let row = self.row(name)?;
+        (floor.rate > 0.0).then(|| row.figures.rate() / floor.rate)
+    }
+
+    /// `name`'s p99 minus the floor's, in ms.
+    pub(crate) fn added_p99_ms(&self, name: &str) -> Option<f64> {
+        let floor = self.floor()?;
+        let row = self.row(name)?;
+        Some((row.figures.p99_us as f64 - floor.p99_us) / 1000.0)
+    }
+
+    /// Every failure in the block.
+    pub(crate) fn failures(&self) -> u64 {
+        self.rows.iter().map(|r| r.figures.failures()).sum()
+    }
+
+    /// The block as a markdown table, with a line above it.
+    pub(crate) fn table(&self, heading: &str) -> String {
+        let mut out = String::new();
+        let floor = self.floor();
+        let _ = writeln!(out, "### C={} — {heading}", self.concurrency);
+        if let Some(floor) = floor {
+            let _ = writeln!(
+                out,
+                "floor (mean of its two runs): {:.0} req/s, p99 {:.2} ms",
+                floor.rate,
+                floor.p99_us / 1000.0
+            );
+        }
+        out.push('\n');
+        out.push_str(
+            "| scenario | req/s | p50 ms | p99 ms | × floor | p99 over floor ms | hop CPU µs/req | failed |\n",
+        );
+        out.push_str("|---|--:|--:|--:|--:|--:|--:|--:|\n");
+        for row in &self.rows {
+            let f = &row.figures;
+            let ratio = self
+                .ratio(&row.name)
+                .map_or("—".to_owned(), |r| format!("{r:.2}"));
+            let added = self
+                .added_p99_ms(&row.name)
+                .map_or("—".to_owned(), |a| format!("{a:+.2}"));
+            let cpu = row.cpu_us.map_or("—".to_owned(), |c| format!("{c:.0}"));
+            let failed = if f.failures() == 0 {
+                "0".to_owned()
+            } else {
+                format!("**{}**", f.failures())
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {:.0} | {:.2} | {:.2} | {ratio} | {added} | {cpu} | {failed} |",
+                row.name,
+                f.rate(),
+                f.p50_us as f64 / 1000.0,
+                f.p99_us as f64 / 1000.0,
+            );
+        }
+        for row in self.rows.iter().filter(|r| r.figures.failures() > 0) {
+            let _ = writeln!(
+                out,
+                "\nFAILED: {} at C={}: {}",
+                row.name,
+                self.concurrency,
+                row.figures.failure_summary()
+            );
+        }
+        out
+    }
+}
+
+/// Resident memory of the service at the moments the bench looks.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MemoryLog {
+    /// (moment, memory), in order.
+    pub(crate) readings: Vec<(String, Memory)>,
+}
+
+impl MemoryLog {
+    /// Adds a reading.
+    pub(crate) fn note(&mut self, moment: impl Into<String>, memory: Option<Memory>) {
+        if let Some(memory) = memory {
+            self.readings.push((moment.into(), memory));
+        }
+    }
+
+    /// The reading at `moment`.
+    fn at(&self, moment: &str) -> Option<Memory> {
+        self.readings
+            .iter()
+            .find(|(m, _)| m == moment)
+            .map(|(_, memory)| *memory)
+    }
+
+    /// The readings in one line.
+    pub(crate) fn line(&self) -> String {
+        let parts: Vec<String> = self
+            .readings
+            .iter()
+            .map(|(moment, memory)| format!("{moment} {}", mib(memory.rss)))
+            .collect();
+        let peak = self.readings.last().map_or(0, |(_, m)| m.peak);
+        format!(
+            "service RSS: {}; peak (VmHWM) {}",
+            parts.join(", "),
+            mib(peak)
+        )
+    }
+}
+
+/// The moment of the idle reading.
+pub(crate) const IDLE: &str = "idle";
+
+/// The moment of the reading after concurrency `c`.
+pub(crate) fn after(c: usize) -> String {
+    format!("after C={c}")
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / f64::from(1u32 << 20))
+}
+
+/// The issue's targets, each with what this run measured and whether it
+/// was met (printed, never asserted).
+pub(crate) fn targets(blocks: &[Block], memory: &MemoryLog) -> String {
+    let mut out = String::from("targets (issue 16; read off this run, not asserted):\n");
+    let verdict = |met: bool| if met { "met" } else { "NOT met" };
+    let block = |c: usize| blocks.iter().find(|b| b.concurrency == c);
+    for name in [NC_READ, MCP_READ_FILE] {
+        match block(16).and_then(|b| b.ratio(name)) {
+            Some(ratio) => {
+                let _ = writeln!(
+                    out,
+                    "  {name} at C=16 ≥ 0.50 × floor: {ratio:.2} — {}",
+                    verdict(ratio >= 0.5)
+                );
+            }
+            None => {
+                let _ = writeln!(out, "  {name} at C=16 ≥ 0.50 × floor: not measured");
+            }
+        }
+    }
+    for name in [NC_READ, MCP_READ_FILE] {
+        match block(32).and_then(|b| b.added_p99_ms(name)) {
+            Some(added) => {
+                let _ = writeln!(
+                    out,
+                    "  {name} at C=32, p99 over the floor's ≤ 1 ms: {added:+.2} ms — {}",
+                    verdict(added <= 1.0)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "  {name} at C=32, p99 over the floor's ≤ 1 ms: not measured"
+                );
+            }
+        }
+    }
+    match memory.at(IDLE) {
+        Some(idle) => {
+            let _ = writeln!(
+                out,
+                "  RSS idle ≤ 30 MB: {} — {}",
+                mib(idle.rss),
+                verdict(idle.rss <= 30 << 20)
+            );
+        }
+        None => out.push_str("  RSS idle ≤ 30 MB: not measured\n"),
+    }
+    match memory.at(&after(64)) {
+        Some(last) => {
+            let _ = writeln!(
+                out,
+                "  RSS after the C=64 runs ≤ 80 MB: {} (peak {}) — {}",
+                mib(last.rss),
+                mib(last.peak),
+                verdict(last.rss <= 80 << 20)
+            );
+        }
+        None => out.push_str("  RSS after the C=64 runs ≤ 80 MB: not measured\n"),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn row(name: &str, requests: u64, p99_us: u64) -> Row {
+        Row {
+            name: name.to_owned(),
+            figures: Figures {
+                requests,
+                duration: Duration::from_secs(10),
+                p50_us: p99_us / 2,
+                p99_us,
+                ..Figures::default()
+            },
+            cpu_us: Some(30.0),
+        }
+    }
+
+    fn block(c: usize) -> Block {
+        Block {
+            concurrency: c,
+            rows: vec![
+                row(FLOOR, 300_000, 1_000),
+                row(NC_READ, 160_000, 2_500),
+                row(MCP_READ_FILE, 100_000, 1_800),
+                row(FLOOR_AGAIN, 340_000, 1_400),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_floor_is_the_mean_of_its_runs_and_rows_are_read_against_it() {
+        let b = block(16);
+        let floor = b.floor().unwrap();
+        assert!((floor.rate - 32_000.0).abs() < 1e-6);
+        assert!((floor.p99_us - 1_200.0).abs() < 1e-6);
+        assert!((b.ratio(NC_READ).unwrap() - 0.5).abs() < 1e-9);
+        assert!((b.added_p99_ms(NC_READ).unwrap() - 1.3).abs() < 1e-9);
+        assert!((b.added_p99_ms(MCP_READ_FILE).unwrap() - 0.6).abs() < 1e-9);
+        assert_eq!(b.ratio("no such row"), None);
+        let empty = Block {
+            concurrency: 16,
+            rows: vec![row(NC_READ, 1, 1)],
+        };
+        assert_eq!(empty.floor(), None);
+        assert_eq!(empty.ratio(NC_READ), None);
+    }
+
+    #[test]
+    fn the_table_has_a_row_per_run_and_says_failures_loudly() {
+        let mut b = block(32);
+        b.rows[1].figures.bad_status = 3;
+        b.rows[1].figures.sample = Some("429 {}".to_owned());
+        let table = b.table("SQLite");
+        assert!(table.starts_with("### C=32 — SQLite\n"), "{table}");
+        assert!(table.contains("floor (mean of its two runs): 32000 req/s, p99 1.20 ms"));
+        assert!(
+            table.contains(
+                "| BFF nc/read (4 KiB) | 16000 | 1.25 | 2.50 | 0.50 | +1.30 | 30 | **3** |"
+            ),
+            "{table}"
+        );
+        assert!(
+            table.contains("FAILED: BFF nc/read (4 KiB) at C=32: 3 non-2xx"),
+            "{table}"
+        );
+        assert_eq!(b.failures(), 3);
+        assert_eq!(table.lines().filter(|l| l.starts_with("| ")).count(), 5);
+    }
+
+    #[test]
+    fn the_targets_are_read_off_the_blocks_and_the_memory() {
+        let blocks = [block(16), block(32), block(64)];
+        let mut memory = MemoryLog::default();
+        let reading = |mb: u64| Memory {
+            rss: mb << 20,
+            peak: (mb + 5) << 20,
+        };
+        memory.note(IDLE, Some(reading(12)));
+        memory.note(after(16), Some(reading(40)));
+        memory.note(after(64), Some(reading(90)));
+        memory.note("gone", None);
+        let text = targets(&blocks, &memory);
+        assert!(
+            text.contains("BFF nc/read (4 KiB) at C=16 ≥ 0.50 × floor: 0.50 — met"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "MCP acdm_read_nextcloud_file (4 KiB) at C=16 ≥ 0.50 × floor: 0.31 — NOT met"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "BFF nc/read (4 KiB) at C=32, p99 over the floor's ≤ 1 ms: +1.30 ms — NOT met"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("MCP acdm_read_nextcloud_file (4 KiB) at C=32, p99 over the floor's ≤ 1 ms: +0.60 ms — met"), "{text}");
+        assert!(text.contains("RSS idle ≤ 30 MB: 12.0 MB — met"), "{text}");
+        assert!(
+            text.contains("RSS after the C=64 runs ≤ 80 MB: 90.0 MB (peak 95.0 MB) — NOT met"),
+            "{text}"
+        );
+        assert_eq!(
+            memory.line(),
+            "service RSS: idle 12.0 MB, after C=16 40.0 MB, after C=64 90.0 MB; peak (VmHWM) 95.0 MB"
+        );
+        let none = targets(&[], &MemoryLog::default());
+        assert_eq!(none.matches("not measured").count(), 6, "{none}");
+    }
+}
