@@ -3,7 +3,10 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+use acdm_backend::telemetry::JsonLines;
+use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt as _;
 
 use crate::helpers::{ADMIN_TOKEN, BEARER, Options, Req, TOKEN, spawn_app};
 
@@ -30,13 +33,10 @@ impl<'a> MakeWriter<'a> for Capture {
 #[tokio::test(flavor = "current_thread")]
 async fn tokens_never_appear_in_logs_at_trace_level() {
     let capture = Capture::default();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_env_filter("trace")
-        .with_current_span(true)
-        .with_span_list(true)
-        .with_writer(capture.clone())
-        .finish();
+    // The service's own JSON lines (what `serve` writes), everything on.
+    let subscriber = tracing_subscriber::registry()
+        .with(EnvFilter::new("trace"))
+        .with(JsonLines::new(capture.clone()));
     let _guard = tracing::subscriber::set_default(subscriber);
 
     let app = spawn_app(Options::default()).await;
@@ -128,11 +128,9 @@ async fn tokens_never_appear_in_logs_at_trace_level() {
 #[tokio::test(flavor = "current_thread")]
 async fn a_start_reads_the_kill_switch_without_calling_it_a_change() {
     let capture = Capture::default();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_env_filter("info")
-        .with_writer(capture.clone())
-        .finish();
+    let subscriber = tracing_subscriber::registry()
+        .with(EnvFilter::new("info"))
+        .with(JsonLines::new(capture.clone()));
     let _guard = tracing::subscriber::set_default(subscriber);
 
     let app = spawn_app(Options::default()).await;

@@ -5,6 +5,11 @@
 use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+
+mod json;
+pub use json::JsonLines;
 
 use crate::config::{LogFormat, LogSettings};
 
@@ -52,20 +57,19 @@ pub fn init(settings: &LogSettings, default: &str) {
         LogFormat::Pretty => false,
         LogFormat::Auto => !std::io::stderr().is_terminal(),
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter(settings, default))
-        .with_writer(std::io::stderr);
+    let filter = filter(settings, default);
     // A second initialisation (tests) keeps the first subscriber.
-    let _ = if json {
-        builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(false)
-            .try_init()
+    if json {
+        let _ = tracing_subscriber::registry()
+            .with(filter)
+            .with(JsonLines::new(std::io::stderr))
+            .try_init();
     } else {
-        builder.try_init()
-    };
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
 }
 
 #[cfg(test)]

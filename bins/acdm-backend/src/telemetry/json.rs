@@ -1,0 +1,360 @@
+//! The JSON log: one object per line, the shape `tracing-subscriber`'s
+//! JSON format gives with flattened events and the current span —
+//! `{"timestamp","level",<the event's fields>,"target","span":{<fields>,"name"}}`
+//! — written by a layer of our own for its cost.
+//!
+//! `tracing-subscriber`'s JSON fields keep a span's fields as JSON text:
+//! every `Span::record` parses that text back into a map, adds the field
+//! and writes it out again, and every event parses it once more to nest
+//! it. The request span is recorded six to eight times per request, so
+//! that was a tenth of a read's CPU (docs/performance.md). Here a span's
+//! fields are kept as a list of already encoded values: a record replaces
+//! one entry, an event copies them out.
+
+use std::cell::RefCell;
+use std::fmt::{self, Write as _};
+use std::io::Write as _;
+
+use serde::Serializer as _;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::Layer;
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
+
+/// The layer: JSON lines to `writer`.
+#[derive(Debug)]
+pub struct JsonLines<W> {
+    writer: W,
+}
+
+impl<W> JsonLines<W> {
+    /// A layer writing each event as one line to what `writer` makes.
+    pub fn new(writer: W) -> Self {
+        Self { writer }
+    }
+}
+
+/// A span's fields, each with its value already encoded as JSON, in the
+/// order they were first given. Kept in the span's extensions.
+#[derive(Debug, Default)]
+struct SpanFields(Vec<(&'static str, String)>);
+
+impl SpanFields {
+    fn set(&mut self, name: &'static str, value: String) {
+        match self.0.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((name, value)),
+        }
+    }
+}
+
+/// Appends `text` as a JSON string (quoted and escaped).
+fn push_str(out: &mut Vec<u8>, text: &str) {
+    // Writing to a Vec cannot fail.
+    let _ = (&mut serde_json::Serializer::new(&mut *out)).serialize_str(text);
+}
+
+fn encoded_str(text: &str) -> String {
+    let mut out = Vec::with_capacity(text.len() + 2);
+    push_str(&mut out, text);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn encoded_f64(value: f64) -> String {
+    serde_json::Number::from_f64(value).map_or_else(|| "null".to_owned(), |n| n.to_string())
+}
+
+/// Encodes what a visitor is shown, for a span's list.
+struct SpanVisitor<'a>(&'a mut SpanFields);
+
+impl Visit for SpanVisitor<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.set(field.name(), encoded_str(&format!("{value:?}")));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.set(field.name(), encoded_str(value));
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.set(field.name(), value.to_string());
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.set(field.name(), value.to_string());
+    }
+    fn record_i128(&mut self, field: &Field, value: i128) {
+        self.0.set(field.name(), value.to_string());
+    }
+    fn record_u128(&mut self, field: &Field, value: u128) {
+        self.0.set(field.name(), value.to_string());
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.0.set(field.name(), encoded_f64(value));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.set(field.name(), value.to_string());
+    }
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        self.0.set(field.name(), encoded_str(&value.to_string()));
+    }
+}
+
+/// Writes an event's fields straight into its line, `,"name":value` each.
+struct EventVisitor<'a> {
+    out: &'a mut Vec<u8>,
+    scratch: String,
+}
+
+impl EventVisitor<'_> {
+    fn key(&mut self, field: &Field) {
+        self.out.push(b',');
+        push_str(self.out, field.name());
+        self.out.push(b':');
+    }
+    fn raw(&mut self, field: &Field, value: fmt::Arguments<'_>) {
+        self.key(field);
+        let _ = self.out.write_fmt(value);
+    }
+}
+
+impl Visit for EventVisitor<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.scratch.clear();
+        let _ = write!(self.scratch, "{value:?}");
+        self.key(field);
+        push_str(self.out, &self.scratch);
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.key(field);
+        push_str(self.out, value);
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.raw(field, format_args!("{value}"));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.raw(field, format_args!("{value}"));
+    }
+    fn record_i128(&mut self, field: &Field, value: i128) {
+        self.raw(field, format_args!("{value}"));
+    }
+    fn record_u128(&mut self, field: &Field, value: u128) {
+        self.raw(field, format_args!("{value}"));
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        let encoded = encoded_f64(value);
+        self.raw(field, format_args!("{encoded}"));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.raw(field, format_args!("{value}"));
+    }
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        self.scratch.clear();
+        let _ = write!(self.scratch, "{value}");
+        self.key(field);
+        push_str(self.out, &self.scratch);
+    }
+}
+
+thread_local! {
+    /// Each thread's line buffer, reused line after line.
+    static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+impl<S, W> Layer<S> for JsonLines<W>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    W: for<'w> MakeWriter<'w> + 'static,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let mut fields = SpanFields::default();
+        attrs.record(&mut SpanVisitor(&mut fields));
+        span.extensions_mut().insert(fields);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let mut extensions = span.extensions_mut();
+        if let Some(fields) = extensions.get_mut::<SpanFields>() {
+            values.record(&mut SpanVisitor(fields));
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let write = |out: &mut Vec<u8>| {
+            out.clear();
+            let metadata = event.metadata();
+            let now = chrono::Utc::now();
+            let _ = write!(
+                out,
+                r#"{{"timestamp":"{}","level":"{}""#,
+                now.format("%Y-%m-%dT%H:%M:%S%.6fZ"),
+                metadata.level()
+            );
+            event.record(&mut EventVisitor {
+                out,
+                scratch: String::new(),
+            });
+            out.extend_from_slice(br#","target":"#);
+            push_str(out, metadata.target());
+            if let Some(span) = ctx.event_span(event) {
+                out.extend_from_slice(br#","span":{"#);
+                if let Some(fields) = span.extensions().get::<SpanFields>() {
+                    for (name, value) in &fields.0 {
+                        push_str(out, name);
+                        out.push(b':');
+                        out.extend_from_slice(value.as_bytes());
+                        out.push(b',');
+                    }
+                }
+                out.extend_from_slice(br#""name":"#);
+                push_str(out, span.name());
+                out.push(b'}');
+            }
+            out.extend_from_slice(b"}\n");
+            // One write per line, so lines of different threads never mix.
+            let _ = self.writer.make_writer_for(metadata).write_all(out);
+        };
+        LINE.with(|line| match line.try_borrow_mut() {
+            Ok(mut line) => write(&mut line),
+            // An event logged while this thread writes a line (a writer
+            // that logs): a buffer of its own.
+            Err(_) => write(&mut Vec::new()),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing_subscriber::layer::SubscriberExt;
+
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> MakeWriter<'a> for Capture {
+        type Writer = Capture;
+        fn make_writer(&'a self) -> Capture {
+            self.clone()
+        }
+    }
+
+    fn lines(run: impl FnOnce()) -> Vec<serde_json::Value> {
+        let capture = Capture::default();
+        let subscriber = tracing_subscriber::registry().with(JsonLines::new(capture.clone()));
+        tracing::subscriber::with_default(subscriber, run);
+        let text = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+        assert!(text.ends_with('\n'), "{text}");
+        text.lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+            .collect()
+    }
+
+    #[test]
+    fn a_line_is_one_object_with_the_event_and_its_spans_fields_typed() {
+        let lines = lines(|| {
+            let span = tracing::info_span!(
+                "request",
+                request_id = "r-1",
+                method = %"POST",
+                agent = tracing::field::Empty,
+                status = tracing::field::Empty,
+                latency_ms = tracing::field::Empty,
+            );
+            span.record("agent", "project-a");
+            span.record("status", 200_u16);
+            span.record("latency_ms", 1.5_f64);
+            span.in_scope(|| tracing::info!(count = 3_i64, ok = true, "request finished"));
+        });
+        let [line] = lines.as_slice() else {
+            panic!("{lines:?}")
+        };
+        assert_eq!(line["level"], "INFO");
+        assert_eq!(line["message"], "request finished");
+        assert_eq!(line["count"], 3);
+        assert_eq!(line["ok"], true);
+        assert_eq!(line["target"], module_path!());
+        let span = &line["span"];
+        assert_eq!(span["name"], "request");
+        assert_eq!(span["request_id"], "r-1");
+        assert_eq!(span["method"], "POST");
+        assert_eq!(span["agent"], "project-a");
+        assert_eq!(span["status"], 200);
+        assert_eq!(span["latency_ms"], 1.5);
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(line["timestamp"].as_str().unwrap()).is_ok(),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_field_recorded_again_is_replaced_and_one_never_recorded_is_left_out() {
+        let capture = Capture::default();
+        let subscriber = tracing_subscriber::registry().with(JsonLines::new(capture.clone()));
+        tracing::subscriber::with_default(subscriber, || {
+            let span =
+                tracing::info_span!("request", outcome = "first", user = tracing::field::Empty);
+            span.record("outcome", "second");
+            span.in_scope(|| tracing::warn!("done"));
+        });
+        let text = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.matches("\"outcome\"").count(), 1, "{text}");
+        let line: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
+        assert_eq!(line["span"]["outcome"], "second");
+        assert!(line["span"].get("user").is_none(), "{line}");
+        assert_eq!(line["level"], "WARN");
+    }
+
+    #[test]
+    fn text_with_quotes_controls_and_line_breaks_stays_inside_its_string() {
+        let hostile = "a\"b\\c\nd\re\u{1b}[31m\u{0}f</script>";
+        let lines = lines(|| {
+            let span = tracing::info_span!("request", path = hostile);
+            span.in_scope(|| tracing::error!(reason = %hostile, "{hostile}"));
+        });
+        let [line] = lines.as_slice() else {
+            panic!("{lines:?}")
+        };
+        assert_eq!(line["message"], hostile);
+        assert_eq!(line["reason"], hostile);
+        assert_eq!(line["span"]["path"], hostile);
+    }
+
+    #[test]
+    fn an_event_outside_any_span_has_no_span_and_non_finite_numbers_are_null() {
+        let lines = lines(|| tracing::info!(ratio = f64::NAN, "alone"));
+        let [line] = lines.as_slice() else {
+            panic!("{lines:?}")
+        };
+        assert!(line.get("span").is_none(), "{line}");
+        assert!(line["ratio"].is_null(), "{line}");
+    }
+
+    #[test]
+    fn the_innermost_span_is_the_one_shown() {
+        let lines = lines(|| {
+            let outer = tracing::info_span!("request", request_id = "r-2");
+            let inner = tracing::info_span!(parent: &outer, "mcp_tool", tool = "acdm_search_wiki");
+            inner.in_scope(|| tracing::info!("tool call finished"));
+            outer.in_scope(|| tracing::info!("request finished"));
+        });
+        assert_eq!(lines[0]["span"]["name"], "mcp_tool");
+        assert_eq!(lines[0]["span"]["tool"], "acdm_search_wiki");
+        assert_eq!(lines[1]["span"]["name"], "request");
+        assert_eq!(lines[1]["span"]["request_id"], "r-2");
+    }
+}
