@@ -8,6 +8,12 @@ use acdm_backend::config::Config;
 use acdm_backend::telemetry;
 use clap::Parser;
 
+/// mimalloc instead of the system allocator: the hot path allocates per
+/// request (headers, JSON, the window), and glibc's malloc was a tenth of
+/// its CPU (docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
