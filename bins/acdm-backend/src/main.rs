@@ -10,7 +10,8 @@ use clap::Parser;
 
 /// mimalloc instead of the system allocator: the hot path allocates per
 /// request (headers, JSON, the window), and glibc's malloc was a tenth of
-/// its CPU (docs/performance.md).
+/// its CPU (docs/performance.md). Built without transparent huge pages
+/// (`no_thp`): with them an idle service held 30 MB instead of 18.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
