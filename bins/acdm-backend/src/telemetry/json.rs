@@ -156,6 +156,9 @@ impl Visit for EventVisitor<'_> {
     }
 }
 
+/// The largest line buffer a thread keeps between lines.
+const MAX_KEPT_BUFFER: usize = 64 * 1024;
+
 thread_local! {
     /// Each thread's line buffer, reused line after line.
     static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
@@ -215,6 +218,10 @@ where
             out.extend_from_slice(b"}\n");
             // One write per line, so lines of different threads never mix.
             let _ = self.writer.make_writer_for(metadata).write_all(out);
+            // A rare long line does not keep its buffer for the thread's life.
+            if out.capacity() > MAX_KEPT_BUFFER {
+                *out = Vec::new();
+            }
         };
         LINE.with(|line| match line.try_borrow_mut() {
             Ok(mut line) => write(&mut line),
@@ -342,6 +349,18 @@ mod tests {
         };
         assert!(line.get("span").is_none(), "{line}");
         assert!(line["ratio"].is_null(), "{line}");
+    }
+
+    #[test]
+    fn a_line_longer_than_the_kept_buffer_is_whole_and_the_next_line_too() {
+        let long = "x".repeat(MAX_KEPT_BUFFER * 2);
+        let lines = lines(|| {
+            tracing::info!(detail = %long, "long");
+            tracing::info!("short");
+        });
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["detail"].as_str().map(str::len), Some(long.len()));
+        assert_eq!(lines[1]["message"], "short");
     }
 
     #[test]
