@@ -33,10 +33,16 @@ impl<'a> MakeWriter<'a> for Capture {
 #[tokio::test(flavor = "current_thread")]
 async fn tokens_never_appear_in_logs_at_trace_level() {
     let capture = Capture::default();
-    // The service's own JSON lines (what `serve` writes), everything on.
+    // The service's own JSON lines (what `serve` writes), everything on,
+    // and the pretty lines too, which carry every enclosing span's fields.
     let subscriber = tracing_subscriber::registry()
         .with(EnvFilter::new("trace"))
-        .with(JsonLines::new(capture.clone()));
+        .with(JsonLines::new(capture.clone()))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(capture.clone()),
+        );
     let _guard = tracing::subscriber::set_default(subscriber);
 
     let app = spawn_app(Options::default()).await;

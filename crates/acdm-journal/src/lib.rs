@@ -249,7 +249,7 @@ impl Journal {
         } else {
             self.store.record_intent(&event).await?
         };
-        tracing::info!(event = %stored.id, op = %stored.op, target = %stored.target, "storage event recorded (pending)");
+        tracing::info!(event = %stored.id, op = %stored.op, path = %stored.target, "storage event recorded (pending)");
         Ok(stored)
     }
 

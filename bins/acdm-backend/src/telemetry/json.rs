@@ -19,6 +19,7 @@ use serde::Serializer as _;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};
+use tracing_log::NormalizeEvent as _;
 use tracing_subscriber::Layer;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::Context;
@@ -84,10 +85,10 @@ impl Visit for SpanVisitor<'_> {
         self.0.set(field.name(), value.to_string());
     }
     fn record_i128(&mut self, field: &Field, value: i128) {
-        self.0.set(field.name(), value.to_string());
+        self.0.set(field.name(), format!("\"{value}\""));
     }
     fn record_u128(&mut self, field: &Field, value: u128) {
-        self.0.set(field.name(), value.to_string());
+        self.0.set(field.name(), format!("\"{value}\""));
     }
     fn record_f64(&mut self, field: &Field, value: f64) {
         self.0.set(field.name(), encoded_f64(value));
@@ -100,16 +101,30 @@ impl Visit for SpanVisitor<'_> {
     }
 }
 
-/// Writes an event's fields straight into its line, `,"name":value` each.
+/// The line's own keys; an event field of one of these names is written
+/// as `field.<name>`.
+const RESERVED: &[&str] = &["timestamp", "level", "target", "span"];
+
+/// Writes an event's fields straight into its line, `,"name":value` each,
+/// except the `log` crate's own (`log.target`, …), which the line's target
+/// and level already say.
 struct EventVisitor<'a> {
     out: &'a mut Vec<u8>,
     scratch: String,
+    /// The event came from the `log` crate.
+    from_log: bool,
 }
 
 impl EventVisitor<'_> {
     fn key(&mut self, field: &Field) {
         self.out.push(b',');
-        push_str(self.out, field.name());
+        let name = field.name();
+        if RESERVED.contains(&name) {
+            // An event's own `target` (say) must not shadow the line's.
+            push_str(self.out, &format!("field.{name}"));
+        } else {
+            push_str(self.out, name);
+        }
         self.out.push(b':');
     }
     fn raw(&mut self, field: &Field, value: fmt::Arguments<'_>) {
@@ -120,12 +135,18 @@ impl EventVisitor<'_> {
 
 impl Visit for EventVisitor<'_> {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if self.from_log && field.name().starts_with("log.") {
+            return;
+        }
         self.scratch.clear();
         let _ = write!(self.scratch, "{value:?}");
         self.key(field);
         push_str(self.out, &self.scratch);
     }
     fn record_str(&mut self, field: &Field, value: &str) {
+        if self.from_log && field.name().starts_with("log.") {
+            return;
+        }
         self.key(field);
         push_str(self.out, value);
     }
@@ -133,13 +154,17 @@ impl Visit for EventVisitor<'_> {
         self.raw(field, format_args!("{value}"));
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
+        if self.from_log && field.name().starts_with("log.") {
+            return;
+        }
         self.raw(field, format_args!("{value}"));
     }
+    // As text: beyond 2^53 a JSON reader's number loses digits.
     fn record_i128(&mut self, field: &Field, value: i128) {
-        self.raw(field, format_args!("{value}"));
+        self.raw(field, format_args!("\"{value}\""));
     }
     fn record_u128(&mut self, field: &Field, value: u128) {
-        self.raw(field, format_args!("{value}"));
+        self.raw(field, format_args!("\"{value}\""));
     }
     fn record_f64(&mut self, field: &Field, value: f64) {
         let encoded = encoded_f64(value);
@@ -178,16 +203,25 @@ where
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
+        // Encoded before the span's extensions are locked: a value's
+        // `Debug` that logs in this span must not wait for that lock.
+        let mut recorded = SpanFields::default();
+        values.record(&mut SpanVisitor(&mut recorded));
         let mut extensions = span.extensions_mut();
         if let Some(fields) = extensions.get_mut::<SpanFields>() {
-            values.record(&mut SpanVisitor(fields));
+            for (name, value) in recorded.0 {
+                fields.set(name, value);
+            }
         }
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let write = |out: &mut Vec<u8>| {
             out.clear();
-            let metadata = event.metadata();
+            // An event from the `log` crate (rustls, reqwest) names its real
+            // target and level here, not `log`.
+            let normalized = event.normalized_metadata();
+            let metadata = normalized.as_ref().unwrap_or_else(|| event.metadata());
             let now = chrono::Utc::now();
             let _ = write!(
                 out,
@@ -198,6 +232,7 @@ where
             event.record(&mut EventVisitor {
                 out,
                 scratch: String::new(),
+                from_log: normalized.is_some(),
             });
             out.extend_from_slice(br#","target":"#);
             push_str(out, metadata.target());
@@ -361,6 +396,31 @@ mod tests {
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["detail"].as_str().map(str::len), Some(long.len()));
         assert_eq!(lines[1]["message"], "short");
+    }
+
+    #[test]
+    fn an_event_of_the_log_crate_names_its_own_target_and_level() {
+        let _ = tracing_log::LogTracer::init();
+        let lines = lines(|| log::warn!(target: "rustls::client", "a warning from {}", "rustls"));
+        let [line] = lines.as_slice() else {
+            panic!("{lines:?}")
+        };
+        assert_eq!(line["target"], "rustls::client", "{line}");
+        assert_eq!(line["level"], "WARN", "{line}");
+        assert_eq!(line["message"], "a warning from rustls", "{line}");
+        assert!(line.get("log.target").is_none(), "{line}");
+    }
+
+    #[test]
+    fn an_event_field_named_like_a_key_of_the_line_does_not_shadow_it() {
+        let lines =
+            lines(|| tracing::info!(target = "notes/a.md", big = 1_u128 << 100, "recorded"));
+        let [line] = lines.as_slice() else {
+            panic!("{lines:?}")
+        };
+        assert_eq!(line["target"], module_path!(), "{line}");
+        assert_eq!(line["field.target"], "notes/a.md", "{line}");
+        assert_eq!(line["big"], (1_u128 << 100).to_string(), "{line}");
     }
 
     #[test]
