@@ -116,7 +116,12 @@ struct EventVisitor<'a> {
 }
 
 impl EventVisitor<'_> {
-    fn key(&mut self, field: &Field) {
+    /// Writes `,"name":` and says whether the value follows; the `log`
+    /// crate's own fields are left out.
+    fn key(&mut self, field: &Field) -> bool {
+        if self.from_log && field.name().starts_with("log.") {
+            return false;
+        }
         self.out.push(b',');
         let name = field.name();
         if RESERVED.contains(&name) {
@@ -126,37 +131,32 @@ impl EventVisitor<'_> {
             push_str(self.out, name);
         }
         self.out.push(b':');
+        true
     }
     fn raw(&mut self, field: &Field, value: fmt::Arguments<'_>) {
-        self.key(field);
-        let _ = self.out.write_fmt(value);
+        if self.key(field) {
+            let _ = self.out.write_fmt(value);
+        }
     }
 }
 
 impl Visit for EventVisitor<'_> {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        if self.from_log && field.name().starts_with("log.") {
-            return;
+        if self.key(field) {
+            self.scratch.clear();
+            let _ = write!(self.scratch, "{value:?}");
+            push_str(self.out, &self.scratch);
         }
-        self.scratch.clear();
-        let _ = write!(self.scratch, "{value:?}");
-        self.key(field);
-        push_str(self.out, &self.scratch);
     }
     fn record_str(&mut self, field: &Field, value: &str) {
-        if self.from_log && field.name().starts_with("log.") {
-            return;
+        if self.key(field) {
+            push_str(self.out, value);
         }
-        self.key(field);
-        push_str(self.out, value);
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
         self.raw(field, format_args!("{value}"));
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
-        if self.from_log && field.name().starts_with("log.") {
-            return;
-        }
         self.raw(field, format_args!("{value}"));
     }
     // As text: beyond 2^53 a JSON reader's number loses digits.
@@ -174,10 +174,11 @@ impl Visit for EventVisitor<'_> {
         self.raw(field, format_args!("{value}"));
     }
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        self.scratch.clear();
-        let _ = write!(self.scratch, "{value}");
-        self.key(field);
-        push_str(self.out, &self.scratch);
+        if self.key(field) {
+            self.scratch.clear();
+            let _ = write!(self.scratch, "{value}");
+            push_str(self.out, &self.scratch);
+        }
     }
 }
 
