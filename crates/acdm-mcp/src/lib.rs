@@ -12,6 +12,7 @@
 //! **Architecture invariant:** an adapter over acdm-sources with no
 //! business logic; does not depend on acdm-bff or acdm-store.
 
+mod direct;
 mod drain;
 mod health;
 mod host;
@@ -25,9 +26,10 @@ use std::time::Duration;
 use acdm_core::AbsPath;
 use acdm_sources::Sources;
 use axum::Router;
+use axum::extract::Request;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -68,6 +70,13 @@ const LOOPBACK: &[&str] = &["localhost", "127.0.0.1", "::1"];
 
 /// The `/mcp` and `/mcp/health` routes.
 pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> Router {
+    let direct = !settings.sessions;
+    build(sources, settings, metrics, direct)
+}
+
+/// The routes, with plain tool calls answered directly or not (only in
+/// stateless mode: sessions need rmcp's streams).
+fn build(sources: Sources, settings: McpSettings, metrics: McpMetrics, direct: bool) -> Router {
     let health = Arc::new(McpHealth::new(sources.clone()));
     let server = KnowledgeServer::new(
         tools::Tools {
@@ -98,18 +107,21 @@ pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> R
         .with_legacy_session_mode(settings.sessions)
         .with_json_response(!settings.sessions)
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
-        .with_cancellation_token(streams);
-    let service = StreamableHttpService::new(
+        .with_cancellation_token(streams)
+        .with_max_request_body_bytes(direct::MAX_BODY_BYTES);
+    let direct = (direct && !settings.sessions).then(|| server.clone());
+    let rmcp = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
         config,
     );
+    let endpoint = Endpoint { rmcp, direct };
     // Exactly `/mcp` and `/mcp/`: rmcp ignores the path, so a catch-all
     // would also serve `/mcp/mcp` and any other spelling. The host check
     // covers these two routes only; probes answer under any name.
     Router::new()
-        .route_service("/mcp", service.clone())
-        .route_service("/mcp/", service)
+        .route("/mcp", any(serve).with_state(endpoint.clone()))
+        .route("/mcp/", any(serve).with_state(endpoint))
         .route_layer(axum::middleware::from_fn_with_state(
             in_flight,
             drain::count,
@@ -119,6 +131,29 @@ pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> R
             host::check_host,
         ))
         .route("/mcp/health", get(health_handler).with_state(health))
+}
+
+/// `/mcp`: rmcp's service, with plain stateless tool calls answered
+/// directly (`direct.rs`) when sessions are off.
+#[derive(Clone)]
+struct Endpoint {
+    rmcp: StreamableHttpService<KnowledgeServer, LocalSessionManager>,
+    direct: Option<KnowledgeServer>,
+}
+
+async fn serve(State(endpoint): State<Endpoint>, request: Request) -> Response {
+    let request = match &endpoint.direct {
+        Some(server) => match direct::answer(server, request).await {
+            Ok(response) => return response,
+            Err(request) => request,
+        },
+        None => request,
+    };
+    endpoint
+        .rmcp
+        .handle(request)
+        .await
+        .map(axum::body::Body::new)
 }
 
 async fn health_handler(State(health): State<Arc<McpHealth>>) -> Response {

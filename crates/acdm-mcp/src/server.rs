@@ -333,6 +333,60 @@ impl KnowledgeServer {
         }
     }
 
+    /// Answers a `tools/call`: rmcp's handler (`call_tool`) and the direct
+    /// path (`direct.rs`) both come here. `parts` is the HTTP request's
+    /// head, which carries its request id and deadline.
+    pub(crate) async fn call(
+        &self,
+        request: CallToolRequestParams,
+        parts: Option<&http::request::Parts>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(name) = [SEARCH_WIKI, READ_WIKI, SEARCH_NEXTCLOUD, READ_NEXTCLOUD]
+            .into_iter()
+            .find(|n| *n == request.name)
+        else {
+            return Err(McpError::invalid_params("tool not found", None));
+        };
+        let request_id = parts
+            .and_then(|p| p.extensions.get::<RequestId>())
+            .map(|id| id.as_str().to_owned())
+            .unwrap_or_default();
+        // rmcp runs this in a task of its own: the request's deadline comes
+        // along in the request's extensions (on either path).
+        let deadline = parts.and_then(|p| p.extensions.get::<Deadline>()).copied();
+        let span = tracing::info_span!(
+            "mcp_tool",
+            request_id = %request_id,
+            tool = name,
+            query = %tools::log_query(request.arguments.as_ref()),
+            outcome = tracing::field::Empty,
+            latency_ms = tracing::field::Empty,
+        );
+        let started = Instant::now();
+        let outcome = tracing::Instrument::instrument(
+            async {
+                self.limits.admit(name).await?;
+                let call = self.dispatch(name, request.arguments.unwrap_or_default());
+                match deadline {
+                    Some(Deadline(at)) => acdm_sources::deadline::within(at, call).await,
+                    None => call.await,
+                }
+            },
+            span.clone(),
+        )
+        .await;
+        let elapsed = started.elapsed();
+        let label = match &outcome {
+            Ok(_) => "ok",
+            Err(failure) => failure.code().as_str(),
+        };
+        self.metrics.record(name, label, elapsed.as_secs_f64());
+        span.record("outcome", label);
+        span.record("latency_ms", elapsed.as_secs_f64() * 1000.0);
+        span.in_scope(|| tracing::info!("tool call finished"));
+        Ok(result_of(&outcome).into())
+    }
+
     async fn dispatch(
         &self,
         name: &'static str,
@@ -416,51 +470,8 @@ impl ServerHandler for KnowledgeServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let Some(name) = [SEARCH_WIKI, READ_WIKI, SEARCH_NEXTCLOUD, READ_NEXTCLOUD]
-            .into_iter()
-            .find(|n| *n == request.name)
-        else {
-            return Err(McpError::invalid_params("tool not found", None));
-        };
-        let parts = context.extensions.get::<http::request::Parts>();
-        let request_id = parts
-            .and_then(|p| p.extensions.get::<RequestId>())
-            .map(|id| id.as_str().to_owned())
-            .unwrap_or_default();
-        // rmcp runs this in a task of its own: the request's deadline comes
-        // along in the request's extensions.
-        let deadline = parts.and_then(|p| p.extensions.get::<Deadline>()).copied();
-        let span = tracing::info_span!(
-            "mcp_tool",
-            request_id = %request_id,
-            tool = name,
-            query = %tools::log_query(request.arguments.as_ref()),
-            outcome = tracing::field::Empty,
-            latency_ms = tracing::field::Empty,
-        );
-        let started = Instant::now();
-        let outcome = tracing::Instrument::instrument(
-            async {
-                self.limits.admit(name).await?;
-                let call = self.dispatch(name, request.arguments.unwrap_or_default());
-                match deadline {
-                    Some(Deadline(at)) => acdm_sources::deadline::within(at, call).await,
-                    None => call.await,
-                }
-            },
-            span.clone(),
-        )
-        .await;
-        let elapsed = started.elapsed();
-        let label = match &outcome {
-            Ok(_) => "ok",
-            Err(failure) => failure.code().as_str(),
-        };
-        self.metrics.record(name, label, elapsed.as_secs_f64());
-        span.record("outcome", label);
-        span.record("latency_ms", elapsed.as_secs_f64() * 1000.0);
-        span.in_scope(|| tracing::info!("tool call finished"));
-        Ok(result_of(&outcome).into())
+        self.call(request, context.extensions.get::<http::request::Parts>())
+            .await
     }
 }
 

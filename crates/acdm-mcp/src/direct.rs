@@ -1,0 +1,491 @@
+//! Plain stateless `tools/call`s, answered without rmcp's per-request
+//! machinery.
+//!
+//! In stateless JSON mode rmcp answers each `POST /mcp` by building a
+//! service, a one-shot transport with its channels and a task of its own,
+//! and running the request through its JSON-RPC model: in the HTTP bench
+//! that was about a third of a tool call's CPU. A *plain* `tools/call` is
+//! answered here instead, by the same handler ([`KnowledgeServer::call`])
+//! and written through rmcp's own message types, so the answer is rmcp's
+//! byte for byte.
+//!
+//! "Plain" is narrow on purpose — every check rmcp makes on the way to its
+//! handler would pass, and none of its per-request features is asked for:
+//!
+//! - `POST`, an `Accept` listing both `application/json` and
+//!   `text/event-stream` without parameters, one `Content-Type` of
+//!   `application/json` (parameters allowed, as rmcp allows them), a
+//!   `Content-Length` within the body limit;
+//! - no `MCP-Protocol-Version`, or one naming a known version older than
+//!   the one that brings per-request metadata and standard headers;
+//! - a body that is one JSON-RPC 2.0 request with exactly `jsonrpc`, `id`,
+//!   `method: "tools/call"` and `params` holding only `name` and
+//!   `arguments` (so no `_meta`: no progress token, no per-request
+//!   protocol version).
+//!
+//! Anything else — other methods, notifications, responses, `_meta`,
+//! another field, a body that is not that JSON — goes to rmcp with its
+//! body re-attached, and rmcp answers or refuses it as before. The host
+//! check and the drain count are layers around both paths. The test
+//! `direct::the_direct_path_answers_exactly_what_rmcp_answers` sends the
+//! same requests both ways and compares status, headers and bytes.
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::Response;
+use http::{HeaderMap, Method, StatusCode, header};
+use rmcp::model::{
+    CallToolRequestParams, JsonObject, ProtocolVersion, RequestId, ServerJsonRpcMessage,
+    ServerResult,
+};
+use serde::Deserialize;
+
+use crate::server::KnowledgeServer;
+
+/// The largest request body either path reads (rmcp's default, set on
+/// its configuration too so the two agree).
+pub(crate) const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+const JSON: &str = "application/json";
+const EVENT_STREAM: &str = "text/event-stream";
+
+/// A plain `tools/call` request, as sent.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Call {
+    jsonrpc: String,
+    id: RequestId,
+    method: String,
+    params: Params,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    name: String,
+    #[serde(default)]
+    arguments: Option<JsonObject>,
+}
+
+/// Answers `request` when it is a plain `tools/call`; otherwise gives it
+/// back, whole, for rmcp.
+pub(crate) async fn answer(
+    server: &KnowledgeServer,
+    request: Request,
+) -> Result<Response, Request> {
+    if !plain_head(request.method(), request.headers()) {
+        return Err(request);
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        // The body broke off (or outgrew its Content-Length): rmcp's answer.
+        Err(error) => {
+            return Ok(plain_text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("Failed to read request body: {error}"),
+            ));
+        }
+    };
+    let call = match serde_json::from_slice::<Call>(&bytes) {
+        Ok(call) if call.jsonrpc == "2.0" && call.method == "tools/call" => call,
+        _ => return Err(Request::from_parts(parts, Body::from(bytes))),
+    };
+    let mut params = CallToolRequestParams::new(call.params.name);
+    params.arguments = call.params.arguments;
+    let message = match server.call(params, Some(&parts)).await {
+        Ok(response) => {
+            // As rmcp's handler does for a peer older than 2026-07-28,
+            // which every plain call is.
+            let mut result = ServerResult::from(response);
+            result.strip_result_type_for_legacy_peer();
+            ServerJsonRpcMessage::response(result, call.id)
+        }
+        Err(error) => ServerJsonRpcMessage::error(error, Some(call.id)),
+    };
+    Ok(match serde_json::to_vec(&message) {
+        Ok(body) => {
+            let mut response = Response::new(Body::from(body));
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, http::HeaderValue::from_static(JSON));
+            response
+        }
+        Err(error) => plain_text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("serialize json response: {error}"),
+        ),
+    })
+}
+
+/// Whether the method and headers are those of a plain call (module doc).
+fn plain_head(method: &Method, headers: &HeaderMap) -> bool {
+    *method == Method::POST
+        && accepts_json_and_event_stream(headers)
+        && content_type_is_json(headers)
+        && content_length(headers).is_some_and(|n| n <= MAX_BODY_BYTES as u64)
+        && protocol_version_is_plain(headers)
+}
+
+/// Every `Accept` entry a bare media type (no parameters, no quoting), and
+/// both of MCP's among them.
+fn accepts_json_and_event_stream(headers: &HeaderMap) -> bool {
+    let (mut json, mut stream) = (false, false);
+    for value in headers.get_all(header::ACCEPT) {
+        let Ok(text) = value.to_str() else {
+            return false;
+        };
+        for entry in text.split(',') {
+            if entry.contains([';', '"']) {
+                return false;
+            }
+            let essence = entry.trim();
+            json |= essence.eq_ignore_ascii_case(JSON);
+            stream |= essence.eq_ignore_ascii_case(EVENT_STREAM);
+        }
+    }
+    json && stream
+}
+
+/// One `Content-Type`, `application/json` before any parameter.
+fn content_type_is_json(headers: &HeaderMap) -> bool {
+    let mut values = headers.get_all(header::CONTENT_TYPE).iter();
+    match (values.next(), values.next()) {
+        (Some(value), None) => value.to_str().is_ok_and(|text| {
+            let essence = text.split_once(';').map_or(text, |(essence, _)| essence);
+            essence.trim().eq_ignore_ascii_case(JSON)
+        }),
+        _ => false,
+    }
+}
+
+/// The one `Content-Length`, when there is one.
+fn content_length(headers: &HeaderMap) -> Option<u64> {
+    let mut values = headers.get_all(header::CONTENT_LENGTH).iter();
+    match (values.next(), values.next()) {
+        (Some(value), None) => value.to_str().ok()?.parse().ok(),
+        _ => None,
+    }
+}
+
+/// No `MCP-Protocol-Version`, or one known version older than the one
+/// with per-request metadata and standard headers (which rmcp checks
+/// against the body).
+fn protocol_version_is_plain(headers: &HeaderMap) -> bool {
+    let mut values = headers.get_all("mcp-protocol-version").iter();
+    match (values.next(), values.next()) {
+        (None, _) => true,
+        (Some(value), None) => value.to_str().is_ok_and(|version| {
+            version < ProtocolVersion::STANDARD_HEADERS.as_str()
+                && ProtocolVersion::KNOWN_VERSIONS
+                    .iter()
+                    .any(|known| known.as_str() == version)
+        }),
+        _ => false,
+    }
+}
+
+fn plain_text(status: StatusCode, text: String) -> Response {
+    let mut response = Response::new(Body::from(text));
+    *response.status_mut() = status;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, http::HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    const PLAIN: &[(&str, &str)] = &[
+        ("accept", "application/json, text/event-stream"),
+        ("content-type", "application/json"),
+        ("content-length", "10"),
+    ];
+
+    #[test]
+    fn only_a_plain_head_takes_the_direct_path() {
+        assert!(plain_head(&Method::POST, &headers(PLAIN)));
+        assert!(!plain_head(&Method::GET, &headers(PLAIN)));
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut all = PLAIN.to_vec();
+            all.retain(|(name, _)| !extra.iter().any(|(n, _)| n == name));
+            all.extend_from_slice(extra);
+            plain_head(&Method::POST, &headers(&all))
+        };
+        assert!(with(&[("content-type", "application/json; charset=utf-8")]));
+        assert!(with(&[("accept", "TEXT/EVENT-STREAM,application/json")]));
+        assert!(with(&[("mcp-protocol-version", "2025-06-18")]));
+        assert!(with(&[("mcp-protocol-version", "2025-11-25")]));
+        // What rmcp would refuse, or checks against the body.
+        assert!(!with(&[("accept", "application/json")]));
+        assert!(!with(&[(
+            "accept",
+            "application/json;q=1, text/event-stream;q=0"
+        )]));
+        assert!(!with(&[("content-type", "text/plain")]));
+        assert!(!with(&[("content-length", "4194305")]));
+        assert!(!with(&[("mcp-protocol-version", "2026-07-28")]));
+        assert!(!with(&[("mcp-protocol-version", "1999-01-01")]));
+        let mut no_length = PLAIN.to_vec();
+        no_length.retain(|(name, _)| *name != "content-length");
+        assert!(!plain_head(&Method::POST, &headers(&no_length)));
+        let mut two_types = PLAIN.to_vec();
+        two_types.push(("content-type", "application/json"));
+        assert!(!plain_head(&Method::POST, &headers(&two_types)));
+    }
+
+    /// A router over a small local fixture, with the direct path or not.
+    fn router(dir: &std::path::Path, direct: bool) -> axum::Router {
+        use acdm_sources::local::{LocalFileSearch, LocalFileStore, LocalWiki};
+        let write = |path: &str, content: &str| {
+            let file = dir.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, content).unwrap();
+        };
+        write("wiki/guides/weekly.md", "# Weekly reports\nDue Friday.\n");
+        write(
+            "files/Projects/Alpha/notes/kickoff.md",
+            "# Kickoff\nfloor 5 first\n",
+        );
+        let files = LocalFileStore::open(dir.join("files")).unwrap();
+        let sources = acdm_sources::Sources {
+            wiki: std::sync::Arc::new(
+                LocalWiki::open(
+                    dir.join("wiki"),
+                    acdm_sources::GitRef::parse("main").unwrap(),
+                )
+                .unwrap(),
+            ),
+            files: std::sync::Arc::new(files.clone()),
+            search: std::sync::Arc::new(LocalFileSearch::new(files)),
+        };
+        let settings = crate::McpSettings {
+            allowed_hosts: vec!["localhost".to_owned()],
+            sessions: false,
+            files_base: acdm_core::AbsPath::parse("/Projects").unwrap(),
+            read_limits: crate::ReadLimits::default(),
+            stopped: tokio_util::sync::CancellationToken::new(),
+            linger: std::time::Duration::ZERO,
+            limits: crate::ToolLimits::off(),
+        };
+        crate::build(sources, settings, crate::McpMetrics::unregistered(), direct)
+    }
+
+    /// Status, headers and body of `router`'s answer to a POST of `body`.
+    async fn send(
+        router: &axum::Router,
+        extra: &[(&'static str, &'static str)],
+        body: &str,
+    ) -> (u16, Vec<(String, String)>, bytes::Bytes) {
+        use tower::ServiceExt;
+        let mut request = http::Request::builder()
+            .method("POST")
+            .uri("/mcp")
+            .header("host", "localhost")
+            .header("content-length", body.len());
+        for (name, value) in PLAIN.iter().filter(|(name, _)| *name != "content-length") {
+            if !extra.iter().any(|(n, _)| n == name) {
+                request = request.header(*name, *value);
+            }
+        }
+        for (name, value) in extra {
+            request = request.header(*name, *value);
+        }
+        let request = request.body(Body::from(body.to_owned())).unwrap();
+        let response = router.clone().oneshot(request).await.unwrap();
+        let status = response.status().as_u16();
+        let mut headers: Vec<(String, String)> = response
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_owned()))
+            .collect();
+        headers.sort();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, headers, body)
+    }
+
+    #[tokio::test]
+    async fn the_direct_path_answers_exactly_what_rmcp_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let both = router(dir.path(), true);
+        let rmcp = router(dir.path(), false);
+        let read = r#""name":"acdm_read_nextcloud_file","arguments":{"project_name":"Alpha","path":"/Projects/Alpha/notes/kickoff.md"}"#;
+        let call = |id: &str, params: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{{params}}}}}"#)
+        };
+        // (headers beyond the plain ones, body, answered directly?)
+        let cases: Vec<(&[(&'static str, &'static str)], String, bool)> = vec![
+            (&[], call("1", read), true),
+            (&[], call(r#""a-string-id""#, read), true),
+            (&[], call("9223372036854775807", read), true),
+            (&[], call("7.0", read), true),
+            (
+                &[("mcp-protocol-version", "2025-06-18")],
+                call("2", read),
+                true,
+            ),
+            (
+                &[("content-type", "application/json; charset=utf-8")],
+                call("3", read),
+                true,
+            ),
+            (
+                &[],
+                call(
+                    "4",
+                    r#""name":"acdm_search_wiki","arguments":{"query":"weekly"}"#,
+                ),
+                true,
+            ),
+            (
+                &[],
+                call(
+                    "5",
+                    r#""name":"acdm_read_wiki_file","arguments":{"path":"guides/weekly.md"}"#,
+                ),
+                true,
+            ),
+            (
+                &[],
+                call(
+                    "6",
+                    r#""name":"acdm_search_nextcloud","arguments":{"query":"kickoff","project_name":"Alpha"}"#,
+                ),
+                true,
+            ),
+            // Failures the model acts on, and a protocol error.
+            (
+                &[],
+                call(
+                    "7",
+                    r#""name":"acdm_read_nextcloud_file","arguments":{"project_name":"Beta","path":"/Projects/Beta/x.md"}"#,
+                ),
+                true,
+            ),
+            (
+                &[],
+                call(
+                    "8",
+                    r#""name":"acdm_read_wiki_file","arguments":{"path":"guides/weekly.md","project_id":1}"#,
+                ),
+                true,
+            ),
+            (
+                &[],
+                call("9", r#""name":"acdm_read_wiki_file","arguments":null"#),
+                true,
+            ),
+            (&[], call("10", r#""name":"acdm_read_wiki_file""#), true),
+            (
+                &[],
+                call("11", r#""name":"no_such_tool","arguments":{}"#),
+                true,
+            ),
+            // Not plain: rmcp answers, the same through both routers.
+            (
+                &[],
+                call("12", &format!(r#"{read},"_meta":{{"progressToken":1}}"#)),
+                false,
+            ),
+            (&[], call("13", &format!(r#"{read},"extra":true"#)), false),
+            (
+                &[],
+                format!(r#"{{"jsonrpc":"1.0","id":14,"method":"tools/call","params":{{{read}}}}}"#),
+                false,
+            ),
+            (
+                &[],
+                r#"{"jsonrpc":"2.0","id":15,"method":"tools/list","params":{}}"#.to_owned(),
+                false,
+            ),
+            (
+                &[],
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+                false,
+            ),
+            (&[], call("1.5", read), false),
+            (&[], format!("[{}]", call("16", read)), false),
+            (&[], "{not json".to_owned(), false),
+            (
+                &[("mcp-protocol-version", "2026-07-28")],
+                call("17", read),
+                false,
+            ),
+            (
+                &[("mcp-protocol-version", "1999-01-01")],
+                call("18", read),
+                false,
+            ),
+            (&[("accept", "application/json")], call("19", read), false),
+            (&[("content-type", "text/plain")], call("20", read), false),
+        ];
+        let server = crate::server::KnowledgeServer::new(
+            crate::tools::Tools {
+                sources: acdm_sources::Sources {
+                    wiki: std::sync::Arc::new(acdm_sources::Unconfigured::new("-")),
+                    files: std::sync::Arc::new(acdm_sources::Unconfigured::new("-")),
+                    search: std::sync::Arc::new(acdm_sources::Unconfigured::new("-")),
+                },
+                files_base: acdm_core::AbsPath::parse("/Projects").unwrap(),
+                limits: crate::ReadLimits::default(),
+            },
+            crate::McpMetrics::unregistered(),
+            crate::ToolLimits::off(),
+        );
+        for (extra, body, direct) in &cases {
+            let direct_answer = send(&both, extra, body).await;
+            let rmcp_answer = send(&rmcp, extra, body).await;
+            assert_eq!(
+                direct_answer, rmcp_answer,
+                "the two paths differ on {extra:?} {body}"
+            );
+            // Which path answered: the direct one answers a plain call
+            // itself and hands anything else back.
+            let mut request = http::Request::builder()
+                .method("POST")
+                .uri("/mcp")
+                .header("content-length", body.len());
+            for (name, value) in PLAIN.iter().filter(|(name, _)| *name != "content-length") {
+                if !extra.iter().any(|(n, _)| n == name) {
+                    request = request.header(*name, *value);
+                }
+            }
+            for (name, value) in *extra {
+                request = request.header(*name, *value);
+            }
+            let request = request.body(Body::from(body.clone())).unwrap();
+            let taken = answer(&server, request).await;
+            assert_eq!(
+                taken.is_ok(),
+                *direct,
+                "direct path taken for {extra:?} {body}?"
+            );
+            if let Err(given_back) = taken {
+                let kept = axum::body::to_bytes(given_back.into_body(), usize::MAX)
+                    .await
+                    .unwrap();
+                assert_eq!(kept, body.as_bytes(), "the body is handed back whole");
+            }
+        }
+        // The plain calls did answer what they were asked.
+        let (_, _, first) = send(&both, &[], &cases[0].1).await;
+        let first: serde_json::Value = serde_json::from_slice(&first).unwrap();
+        assert_eq!(first["id"], 1);
+        assert!(
+            first["result"]["structuredContent"]["content"]
+                .as_str()
+                .unwrap()
+                .contains("floor 5 first"),
+            "{first}"
+        );
+    }
+}
