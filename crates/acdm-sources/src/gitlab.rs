@@ -12,10 +12,9 @@
 
 use acdm_core::RelPath;
 use async_trait::async_trait;
-use futures_util::StreamExt;
+use http::StatusCode;
+use http::header::{HeaderMap, HeaderValue};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
-use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, HeaderValue};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use url::Url;
@@ -23,7 +22,7 @@ use url::Url;
 use crate::WikiSource;
 use crate::error::SourceError;
 use crate::http::{
-    HttpClient, Idempotency, Upstream, read_capped, retry_after, transport_error, unexpected_status,
+    HttpClient, Idempotency, Upstream, UpstreamRequest, read_capped, retry_after, unexpected_status,
 };
 use crate::model::{
     GitRef, ReadRange, ReadStream, WikiHit, WikiQuery, WikiSearch, WikiWindow, window_of,
@@ -131,9 +130,11 @@ impl GitLabWiki {
     async fn get(&self, url: Url) -> Result<Upstream, SourceError> {
         let headers = self.headers()?;
         self.http
-            .send(SOURCE, Idempotency::Read, |client| {
-                client.get(url.clone()).headers(headers.clone())
-            })
+            .send(
+                SOURCE,
+                Idempotency::Read,
+                &UpstreamRequest::new(http::Method::GET, url).headers(&headers),
+            )
             .await
     }
 
@@ -305,7 +306,7 @@ impl WikiSource for GitLabWiki {
             header_u64(response.headers(), "x-gitlab-size").or_else(|| response.content_length());
         let content_type = response
             .headers()
-            .get(reqwest::header::CONTENT_TYPE)
+            .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         // The raw endpoint has no Range: stream, skip to the window, stop
@@ -313,10 +314,7 @@ impl WikiSource for GitLabWiki {
         let body = if size.is_some_and(|s| range.offset >= s) {
             Box::pin(futures_util::stream::empty()) as crate::model::ByteStream
         } else {
-            let stream = response
-                .bytes_stream()
-                .map(|c| c.map_err(|e| transport_error(SOURCE, e)));
-            window_of(Box::pin(stream), range.offset, range.len)
+            window_of(Box::pin(response.bytes_stream()), range.offset, range.len)
         };
         let window = ReadStream {
             size,

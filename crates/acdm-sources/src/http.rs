@@ -1,23 +1,31 @@
 //! The one HTTP client every upstream call goes through.
 //!
-//! Timeouts are explicit (reqwest has none by default), redirects are never
-//! followed (a redirect to another host would carry our credentials), TLS
-//! is rustls with the webpki roots, and retries are bounded: only
-//! idempotent requests, only on transient outcomes (connection failures,
+//! hyper's pooled client, used directly: one parse of the URL per request,
+//! no layers for what this client never does (follow redirects, honour
+//! proxy variables, decompress). Timeouts are explicit, redirects are never
+//! followed (a redirect to another host would carry our credentials: the
+//! 3xx is the caller's to map), TLS is rustls with the webpki roots, and
+//! retries are bounded: only idempotent requests, only on transient
+//! outcomes (the request could not be sent or its answer broke off,
 //! timeouts, 502/503/504, 429/503 with a short `Retry-After`), with
 //! exponential backoff and full jitter inside the request's time budget.
-//! Transport errors are turned into [`SourceError`]s without the URL.
+//! Transport errors become [`SourceError`]s without the URL.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
-
-use reqwest::{Client, RequestBuilder, Response, StatusCode, header};
+use url::Url;
 
 use crate::error::SourceError;
 
@@ -72,56 +80,193 @@ pub enum Idempotency {
     Write,
 }
 
+type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
+
 /// The upstream HTTP client.
 #[derive(Debug, Clone)]
 pub struct HttpClient {
-    client: Client,
+    client: Client<Connector, Full<Bytes>>,
     settings: Arc<HttpSettings>,
+    user_agent: HeaderValue,
     /// One semaphore per upstream `host:port`, created on first use.
     hosts: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
 }
 
+/// One upstream request, as the source built it; sent once per attempt.
+#[derive(Debug, Clone)]
+pub(crate) struct UpstreamRequest {
+    method: Method,
+    url: Url,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl UpstreamRequest {
+    /// A request without headers or body.
+    pub(crate) fn new(method: Method, url: Url) -> Self {
+        Self {
+            method,
+            url,
+            headers: HeaderMap::new(),
+            body: Bytes::new(),
+        }
+    }
+
+    /// Adds `headers` (replacing any of the same name).
+    pub(crate) fn headers(mut self, headers: &HeaderMap) -> Self {
+        for (name, value) in headers {
+            self.headers.insert(name, value.clone());
+        }
+        self
+    }
+
+    /// Sets the body.
+    pub(crate) fn body(mut self, body: Bytes) -> Self {
+        self.body = body;
+        self
+    }
+
+    /// Basic credentials, in a header marked sensitive (never logged).
+    pub(crate) fn basic_auth(mut self, user: &str, password: &str) -> Self {
+        use base64::Engine as _;
+        let encoded =
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        if let Ok(mut value) = HeaderValue::from_str(&format!("Basic {encoded}")) {
+            value.set_sensitive(true);
+            self.headers.insert(header::AUTHORIZATION, value);
+        }
+        self
+    }
+}
+
 /// Why an attempt gave no response.
 enum Failed {
+    /// The request could not be made at all (an unusable URL): not worth
+    /// another attempt.
+    Unusable,
     /// The transport failed.
-    Http(reqwest::Error),
+    Transport(Transport),
     /// The deadline passed before the request was sent.
     Unsent,
 }
 
+/// A transport failure, told apart as callers need it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Transport {
+    /// No connection could be made.
+    Connect,
+    /// A timeout: connecting, waiting for the answer, or a silence in its
+    /// body.
+    Timeout,
+    /// The request could not be sent, or its answer's head broke off.
+    Send,
+    /// The answer's body broke off.
+    Body,
+}
+
+impl Transport {
+    /// What a failure of hyper's client was.
+    fn of(error: &hyper_util::client::legacy::Error) -> Self {
+        if timed_out(error) {
+            Self::Timeout
+        } else if error.is_connect() {
+            Self::Connect
+        } else {
+            Self::Send
+        }
+    }
+}
+
+/// Whether an I/O timeout is anywhere in `error`'s chain of sources.
+fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if error
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return true;
+        }
+        next = error.source();
+    }
+    false
+}
+
 /// An upstream response, holding its host's connection slot until its body
-/// is read or it is dropped. Reads like the `reqwest::Response` it wraps.
+/// is read or it is dropped. Reading the body ends by the call's deadline,
+/// and a silence longer than the read timeout ends it too.
 #[derive(Debug)]
 pub(crate) struct Upstream {
-    response: Response,
-    slot: Option<OwnedSemaphorePermit>,
+    source_name: &'static str,
+    head: http::response::Parts,
+    body: Incoming,
+    deadline: Instant,
+    read_timeout: Duration,
+    /// Held, not read: given back when the response is dropped.
+    _slot: Option<OwnedSemaphorePermit>,
 }
 
 impl Upstream {
+    /// The status.
+    pub(crate) fn status(&self) -> StatusCode {
+        self.head.status
+    }
+
+    /// The headers.
+    pub(crate) fn headers(&self) -> &HeaderMap {
+        &self.head.headers
+    }
+
+    /// The `Content-Length`, when the answer states one.
+    pub(crate) fn content_length(&self) -> Option<u64> {
+        self.head
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+    }
+
+    /// The next chunk of the body, `None` at its end.
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, SourceError> {
+        loop {
+            let wait = self
+                .deadline
+                .saturating_duration_since(Instant::now())
+                .min(self.read_timeout);
+            let frame = match tokio::time::timeout(wait, self.body.frame()).await {
+                Err(_) => return Err(transport_error(self.source_name, Transport::Timeout)),
+                Ok(None) => return Ok(None),
+                Ok(Some(Err(error))) => {
+                    let kind = if timed_out(&error) {
+                        Transport::Timeout
+                    } else {
+                        Transport::Body
+                    };
+                    return Err(transport_error(self.source_name, kind));
+                }
+                Ok(Some(Ok(frame))) => frame,
+            };
+            // Trailers carry nothing we read.
+            if let Ok(data) = frame.into_data() {
+                return Ok(Some(data));
+            }
+        }
+    }
+
     /// The body as a stream of chunks; the slot is held until the stream
     /// ends or is dropped.
     pub(crate) fn bytes_stream(
         self,
-    ) -> impl futures_util::Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Send + 'static
-    {
-        let slot = self.slot;
-        self.response.bytes_stream().map(move |chunk| {
-            let _held = &slot;
-            chunk
+    ) -> impl futures_util::Stream<Item = Result<Bytes, SourceError>> + Send + 'static {
+        futures_util::stream::unfold(Some(self), |upstream| async move {
+            let mut upstream = upstream?;
+            match upstream.chunk().await {
+                Ok(Some(chunk)) => Some((Ok(chunk), Some(upstream))),
+                Ok(None) => None,
+                // The stream ends after its error.
+                Err(error) => Some((Err(error), None)),
+            }
         })
-    }
-}
-
-impl std::ops::Deref for Upstream {
-    type Target = Response;
-    fn deref(&self) -> &Response {
-        &self.response
-    }
-}
-
-impl std::ops::DerefMut for Upstream {
-    fn deref_mut(&mut self) -> &mut Response {
-        &mut self.response
     }
 }
 
@@ -138,23 +283,28 @@ impl HttpClient {
         .map_err(|_| SourceError::NotConfigured("TLS could not be set up".to_owned()))?
         .with_root_certificates(roots)
         .with_no_client_auth();
+        let mut tcp = HttpConnector::new();
+        tcp.enforce_http(false);
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(Some(settings.connect_timeout));
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(tcp);
         #[expect(clippy::disallowed_methods, reason = "this is the one blessed builder")]
-        let client = Client::builder()
-            .tls_backend_preconfigured(tls)
-            .connect_timeout(settings.connect_timeout)
-            .read_timeout(settings.read_timeout)
-            .timeout(settings.timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(settings.user_agent.clone())
+        let client = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
             .pool_idle_timeout(Duration::from_secs(60))
             .pool_max_idle_per_host(settings.max_connections_per_host)
-            .build()
-            .map_err(|_| {
-                SourceError::NotConfigured("the HTTP client could not be built".to_owned())
-            })?;
+            .build(connector);
+        let user_agent = HeaderValue::from_str(&settings.user_agent).map_err(|_| {
+            SourceError::NotConfigured("the upstream User-Agent is not a header value".to_owned())
+        })?;
         Ok(Self {
             client,
             settings: Arc::new(settings),
+            user_agent,
             hosts: Arc::default(),
         })
     }
@@ -165,7 +315,7 @@ impl HttpClient {
     }
 
     /// The connection slots of `url`'s host.
-    fn slots(&self, url: &url::Url) -> Arc<Semaphore> {
+    fn slots(&self, url: &Url) -> Arc<Semaphore> {
         let host = format!(
             "{}:{}",
             url.host_str().unwrap_or_default(),
@@ -182,19 +332,44 @@ impl HttpClient {
             .clone()
     }
 
-    /// Sends the request `build` makes (called once per attempt) and
-    /// returns the response, whatever its status; statuses are mapped by
-    /// the caller, which knows the protocol. `Read`s are retried on
-    /// transient outcomes. The whole call — waiting for a connection slot,
-    /// every attempt, the waits between them and reading the body — ends
-    /// by one deadline: [`HttpSettings::timeout`] from now, or the
-    /// request's own ([`crate::deadline`]) when sooner; past it the call
-    /// is a [`SourceError::Timeout`].
+    /// hyper's request for one attempt.
+    fn prepare(&self, request: &UpstreamRequest) -> Option<http::Request<Full<Bytes>>> {
+        if !matches!(request.url.scheme(), "http" | "https") {
+            return None;
+        }
+        let uri = http::Uri::try_from(request.url.as_str()).ok()?;
+        let mut prepared = http::Request::new(Full::new(request.body.clone()));
+        *prepared.method_mut() = request.method.clone();
+        *prepared.uri_mut() = uri;
+        let headers = prepared.headers_mut();
+        headers.reserve(request.headers.len() + 2);
+        headers.extend(
+            request
+                .headers
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone())),
+        );
+        headers
+            .entry(header::USER_AGENT)
+            .or_insert_with(|| self.user_agent.clone());
+        headers
+            .entry(header::ACCEPT)
+            .or_insert_with(|| HeaderValue::from_static("*/*"));
+        Some(prepared)
+    }
+
+    /// Sends `request` and returns the response, whatever its status;
+    /// statuses are mapped by the caller, which knows the protocol. `Read`s
+    /// are retried on transient outcomes. The whole call — waiting for a
+    /// connection slot, every attempt, the waits between them and reading
+    /// the body — ends by one deadline: [`HttpSettings::timeout`] from now,
+    /// or the request's own ([`crate::deadline`]) when sooner; past it the
+    /// call is a [`SourceError::Timeout`].
     pub(crate) async fn send(
         &self,
         source_name: &'static str,
         idempotency: Idempotency,
-        build: impl Fn(&Client) -> RequestBuilder,
+        request: &UpstreamRequest,
     ) -> Result<Upstream, SourceError> {
         let attempts = match idempotency {
             Idempotency::Read => self.settings.retries + 1,
@@ -206,32 +381,48 @@ impl HttpClient {
         // happened".
         let sent = std::sync::atomic::AtomicBool::new(false);
         let call = retrying(source_name, deadline, attempts, |attempt| {
-            let request = build(&self.client).build();
             let sent = &sent;
             async move {
-                let mut request = match request {
-                    Ok(request) => request,
-                    Err(error) => return (Err(Failed::Http(error)), None),
+                let Some(prepared) = self.prepare(request) else {
+                    return (Err(Failed::Unusable), None);
                 };
                 // Never closed, so always a slot once one is free.
-                let slot = self.slots(request.url()).acquire_owned().await.ok();
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
+                let slot = self.slots(&request.url).acquire_owned().await.ok();
+                if deadline <= Instant::now() {
                     return (Err(Failed::Unsent), None);
                 }
-                // This attempt, its body included, ends by the deadline.
-                *request.timeout_mut() = Some(left);
                 sent.store(true, std::sync::atomic::Ordering::Release);
-                let outcome = self.client.execute(request).await;
-                let delay = match &outcome {
-                    Ok(response) => retry_delay(response, &self.settings),
-                    Err(error) if is_transient(error) => Some(self.backoff(attempt)),
-                    Err(_) => None,
+                let outcome = match tokio::time::timeout(
+                    self.settings.read_timeout,
+                    self.client.request(prepared),
+                )
+                .await
+                {
+                    Ok(Ok(response)) => Ok(response),
+                    Ok(Err(error)) => Err(Transport::of(&error)),
+                    Err(_) => Err(Transport::Timeout),
                 };
+                let delay = match &outcome {
+                    Ok(response) => {
+                        retry_delay(response.status(), response.headers(), &self.settings)
+                    }
+                    Err(_) => Some(self.backoff(attempt)),
+                };
+                let read_timeout = self.settings.read_timeout;
                 (
                     outcome
-                        .map(|response| Upstream { response, slot })
-                        .map_err(Failed::Http),
+                        .map(|response| {
+                            let (head, body) = response.into_parts();
+                            Upstream {
+                                source_name,
+                                head,
+                                body,
+                                deadline,
+                                read_timeout,
+                                _slot: slot,
+                            }
+                        })
+                        .map_err(Failed::Transport),
                     delay,
                 )
             }
@@ -248,7 +439,12 @@ impl HttpClient {
         }
         match tokio::time::timeout_at(deadline, call).await {
             Ok(Ok(upstream)) => Ok(upstream),
-            Ok(Err(Failed::Http(error))) => Err(transport_error(source_name, error)),
+            Ok(Err(Failed::Transport(kind))) => Err(transport_error(source_name, kind)),
+            Ok(Err(Failed::Unusable)) => Err(SourceError::upstream(
+                source_name,
+                None,
+                "the request failed",
+            )),
             Ok(Err(Failed::Unsent)) => Err(unsent()),
             Err(_) if !sent.load(std::sync::atomic::Ordering::Acquire) => Err(unsent()),
             Err(_) => {
@@ -308,22 +504,19 @@ where
     }
 }
 
-/// A transient failure worth another attempt.
-fn is_transient(error: &reqwest::Error) -> bool {
-    error.is_connect() || error.is_timeout() || (error.is_request() && !error.is_builder())
-}
-
 /// How long to wait before retrying this response, if it is worth retrying.
-fn retry_delay(response: &Response, settings: &HttpSettings) -> Option<Duration> {
-    match response.status() {
+fn retry_delay(
+    status: StatusCode,
+    headers: &HeaderMap,
+    settings: &HttpSettings,
+) -> Option<Duration> {
+    match status {
         StatusCode::BAD_GATEWAY | StatusCode::GATEWAY_TIMEOUT => Some(settings.backoff),
         StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS => {
-            match retry_after(response.headers()) {
+            match retry_after(headers) {
                 Some(after) if after <= settings.max_retry_after => Some(after),
                 Some(_) => None,
-                None if response.status() == StatusCode::SERVICE_UNAVAILABLE => {
-                    Some(settings.backoff)
-                }
+                None if status == StatusCode::SERVICE_UNAVAILABLE => Some(settings.backoff),
                 None => None,
             }
         }
@@ -333,7 +526,7 @@ fn retry_delay(response: &Response, settings: &HttpSettings) -> Option<Duration>
 
 /// `Retry-After` in seconds (the HTTP-date form is read as "soon"), or
 /// GitLab's `RateLimit-Reset` (Unix seconds).
-pub(crate) fn retry_after(headers: &header::HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let text = |name: &str| {
         headers
             .get(name)
@@ -352,22 +545,16 @@ pub(crate) fn retry_after(headers: &header::HeaderMap) -> Option<Duration> {
 }
 
 /// A transport failure, in our words and without the URL.
-pub(crate) fn transport_error(source_name: &'static str, error: reqwest::Error) -> SourceError {
-    let error = error.without_url();
-    if error.is_timeout() {
-        SourceError::Timeout(source_name)
-    } else if error.is_connect() {
-        SourceError::upstream(source_name, None, "cannot connect")
-    } else if error.is_body() || error.is_decode() {
-        SourceError::upstream(
+fn transport_error(source_name: &'static str, failure: Transport) -> SourceError {
+    match failure {
+        Transport::Timeout => SourceError::Timeout(source_name),
+        Transport::Connect => SourceError::upstream(source_name, None, "cannot connect"),
+        Transport::Send => SourceError::upstream(source_name, None, "the request failed"),
+        Transport::Body => SourceError::upstream(
             source_name,
             None,
             "the connection broke while reading the response",
-        )
-    } else if error.is_redirect() {
-        SourceError::upstream(source_name, None, "unexpected redirect")
-    } else {
-        SourceError::upstream(source_name, None, "the request failed")
+        ),
     }
 }
 
@@ -385,11 +572,7 @@ pub(crate) async fn read_capped(
         ));
     }
     let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| transport_error(source_name, e))?
-    {
+    while let Some(chunk) = response.chunk().await? {
         if body.len() + chunk.len() > cap {
             return Err(SourceError::invalid(
                 source_name,
@@ -405,7 +588,7 @@ pub(crate) async fn read_capped(
 pub(crate) fn unexpected_status(
     source_name: &'static str,
     status: StatusCode,
-    headers: &header::HeaderMap,
+    headers: &HeaderMap,
 ) -> SourceError {
     match status.as_u16() {
         300..=399 => SourceError::upstream(
@@ -532,6 +715,35 @@ mod tests {
         .await;
         assert_eq!((last, calls), (2, 2));
         assert_eq!(start.elapsed(), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_request_carries_its_credentials_marked_sensitive_and_our_defaults() {
+        let client = HttpClient::new(HttpSettings::default()).unwrap();
+        let url = Url::parse("https://cloud.example/remote.php/dav/files/u/a%20b.md?x=1").unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert("depth", HeaderValue::from_static("0"));
+        let request = UpstreamRequest::new(Method::GET, url)
+            .headers(&headers)
+            .basic_auth("svc", "app-password");
+        let prepared = client.prepare(&request).unwrap();
+        let authorization = &prepared.headers()[header::AUTHORIZATION];
+        // base64("svc:app-password")
+        assert_eq!(authorization, "Basic c3ZjOmFwcC1wYXNzd29yZA==");
+        assert!(authorization.is_sensitive(), "never logged");
+        assert_eq!(prepared.headers()["depth"], "0");
+        assert_eq!(
+            prepared.headers()[header::USER_AGENT],
+            HttpSettings::default().user_agent.as_str()
+        );
+        assert_eq!(prepared.headers()[header::ACCEPT], "*/*");
+        assert_eq!(
+            prepared.uri().to_string(),
+            "https://cloud.example/remote.php/dav/files/u/a%20b.md?x=1"
+        );
+        // Only HTTP(S) is ever sent.
+        let ftp = UpstreamRequest::new(Method::GET, Url::parse("ftp://cloud.example/x").unwrap());
+        assert!(client.prepare(&ftp).is_none());
     }
 
     #[test]

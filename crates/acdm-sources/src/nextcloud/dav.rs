@@ -8,14 +8,13 @@ use acdm_core::AbsPath;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use futures_util::StreamExt;
-use reqwest::header::{self, HeaderMap, HeaderValue};
-use reqwest::{Method, StatusCode};
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, StatusCode};
 
 use crate::error::SourceError;
 use crate::http::HttpClient;
 use crate::http::{
-    Idempotency, Upstream, read_capped, retry_after, transport_error, unexpected_status,
+    Idempotency, Upstream, UpstreamRequest, read_capped, retry_after, unexpected_status,
 };
 use crate::model::{
     ETag, Entry, EntryKind, Precondition, ReadRange, ReadStream, WriteOutcome, window_of,
@@ -97,15 +96,15 @@ impl NextcloudFiles {
         let response = self
             .endpoint
             .http()
-            .send(SOURCE, idempotency, |client| {
-                let mut request = client
-                    .request(method.clone(), url.clone())
-                    .headers(headers.clone());
-                if let Some(body) = &body {
-                    request = request.body(body.clone());
-                }
-                credentials.apply(request)
-            })
+            .send(
+                SOURCE,
+                idempotency,
+                &credentials.apply(
+                    UpstreamRequest::new(method, url)
+                        .headers(&headers)
+                        .body(body.unwrap_or_default()),
+                ),
+            )
             .await?;
         if response.status() == StatusCode::UNAUTHORIZED {
             return Err(SourceError::upstream(
@@ -348,9 +347,7 @@ impl FileReader for NextcloudFiles {
                 return Err(error);
             }
         };
-        let stream = response
-            .bytes_stream()
-            .map(|c| c.map_err(|e| transport_error(SOURCE, e)));
+        let stream = response.bytes_stream();
         Ok(ReadStream {
             size,
             etag,

@@ -15,7 +15,6 @@ mod search;
 
 use acdm_core::AbsPath;
 use percent_encoding::percent_decode_str;
-use reqwest::RequestBuilder;
 use secrecy::{ExposeSecret, SecretString};
 use url::Url;
 
@@ -23,7 +22,7 @@ pub use dav::NextcloudFiles;
 pub use search::NextcloudSearch;
 
 use crate::error::SourceError;
-use crate::http::HttpClient;
+use crate::http::{HttpClient, UpstreamRequest};
 
 pub(crate) const SOURCE: &str = "Nextcloud";
 
@@ -46,10 +45,10 @@ pub(crate) struct Credentials<'a> {
 }
 
 impl Credentials<'_> {
-    /// Adds them to a request (reqwest marks the header sensitive, so it is
+    /// Adds them to a request (in a header marked sensitive, so it is
     /// never logged).
-    pub(crate) fn apply(self, request: RequestBuilder) -> RequestBuilder {
-        request.basic_auth(self.user, Some(self.password))
+    pub(crate) fn apply(self, request: UpstreamRequest) -> UpstreamRequest {
+        request.basic_auth(self.user, self.password)
     }
 }
 

@@ -8,13 +8,15 @@
 
 use acdm_core::AbsPath;
 use async_trait::async_trait;
-use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, HeaderValue};
+use http::StatusCode;
+use http::header::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 
 use crate::FileSearch;
 use crate::error::SourceError;
-use crate::http::{HttpClient, Idempotency, read_capped, retry_after, unexpected_status};
+use crate::http::{
+    HttpClient, Idempotency, UpstreamRequest, read_capped, retry_after, unexpected_status,
+};
 use crate::model::{EntryKind, FileHit};
 use crate::nextcloud::{Endpoint, NextcloudConfig, SOURCE};
 
@@ -86,9 +88,11 @@ impl NextcloudSearch {
         let response = self
             .endpoint
             .http()
-            .send(SOURCE, Idempotency::Read, |client| {
-                credentials.apply(client.get(url.clone()).headers(headers.clone()))
-            })
+            .send(
+                SOURCE,
+                Idempotency::Read,
+                &credentials.apply(UpstreamRequest::new(http::Method::GET, url).headers(&headers)),
+            )
             .await?;
         let status = response.status();
         let response_headers = response.headers().clone();
