@@ -15,7 +15,6 @@ use acdm_core::{ErrorCode, RequestId, ScopeError, ToolResponse};
 use acdm_journal::JournalError;
 use acdm_sources::SourceError;
 use acdm_store::StoreError;
-use axum::Json;
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
@@ -51,7 +50,19 @@ impl<T: Serialize> IntoResponse for Envelope<T> {
     fn into_response(self) -> Response {
         let status =
             StatusCode::from_u16(self.0.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut response = (status, Json(self.0)).into_response();
+        // What axum's `Json` writes, a long string (a read's window)
+        // escaped a word at a time (`acdm_core::json`).
+        let mut response = match acdm_core::json::to_vec(&self.0) {
+            Ok(body) => {
+                let mut response = (status, body).into_response();
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                response
+            }
+            Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
+        };
         response
             .headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -13,6 +13,7 @@ pub mod business;
 pub mod domain;
 pub mod events;
 pub mod identity;
+pub mod json;
 pub mod limit;
 pub mod names;
 pub mod nc;

@@ -1,0 +1,784 @@
+//! Compact JSON, byte for byte what `serde_json::to_vec` writes, with
+//! long strings escaped a word at a time.
+//!
+//! serde_json escapes a string byte by byte (about ten instructions per
+//! byte): for a read's 4 KiB window that was the largest single item of
+//! the request's profile. [`to_vec`] writes the same text: the structure,
+//! numbers and the rare escapes are serde_json's (numbers and anything
+//! serde_json treats specially are handed to its serializer on the same
+//! buffer), and a string is scanned eight bytes at a time for the bytes
+//! JSON must escape (controls, `"` and `\`), clean runs copied whole.
+//! `tests::the_output_is_serde_jsons_byte_for_byte` holds it to that.
+
+use serde::ser::{self, Serialize};
+
+/// The value as compact JSON, exactly as `serde_json::to_vec` writes it.
+///
+/// # Errors
+/// The errors `serde_json::to_vec` gives: a map key that is not a string,
+/// a number, a bool or a char, or a `Serialize` implementation that fails.
+pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::with_capacity(256);
+    value.serialize(&mut Writer { out: &mut out })?;
+    Ok(out)
+}
+
+/// The serializer: writes into `out`.
+struct Writer<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl Writer<'_> {
+    /// Hands one value to serde_json's own serializer on the same buffer.
+    fn serde_json<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), serde_json::Error> {
+        value.serialize(&mut serde_json::Serializer::new(&mut *self.out))
+    }
+}
+
+/// Appends `text` as a JSON string, quotes included.
+fn write_str(out: &mut Vec<u8>, text: &str) {
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    let bytes = text.as_bytes();
+    let mut clean_from = 0;
+    let mut at = 0;
+    while let Some(word) = bytes.get(at..at + 8) {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(word);
+        let flagged = needs_escape(u64::from_le_bytes(eight));
+        if flagged == 0 {
+            at += 8;
+            continue;
+        }
+        // The lowest flag is exact (a false flag needs a true one below).
+        let hit = at + (flagged.trailing_zeros() / 8) as usize;
+        out.extend_from_slice(bytes.get(clean_from..hit).unwrap_or_default());
+        escape(out, bytes.get(hit).copied().unwrap_or_default());
+        at = hit + 1;
+        clean_from = at;
+    }
+    while let Some(&byte) = bytes.get(at) {
+        if byte < 0x20 || byte == b'"' || byte == b'\\' {
+            out.extend_from_slice(bytes.get(clean_from..at).unwrap_or_default());
+            escape(out, byte);
+            clean_from = at + 1;
+        }
+        at += 1;
+    }
+    out.extend_from_slice(bytes.get(clean_from..).unwrap_or_default());
+    out.push(b'"');
+}
+
+/// A word with the high bit of each byte that JSON must escape set: below
+/// 0x20, `"` or `\` (the "has a zero byte" trick of Hacker's Delight).
+fn needs_escape(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let quote = quote.wrapping_sub(ONES) & !quote & HIGH;
+    let backslash = word ^ (ONES * u64::from(b'\\'));
+    let backslash = backslash.wrapping_sub(ONES) & !backslash & HIGH;
+    below_space | quote | backslash
+}
+
+/// serde_json's escape of one byte.
+fn escape(out: &mut Vec<u8>, byte: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match byte {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x0c => out.extend_from_slice(b"\\f"),
+        _ => {
+            let hex = |nibble: u8| HEX.get(usize::from(nibble)).copied().unwrap_or(b'0');
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hex(byte >> 4), hex(byte & 0xf)]);
+        }
+    }
+}
+
+/// A compound value being written: whether an element came already.
+struct Compound<'w, 'a> {
+    writer: &'w mut Writer<'a>,
+    first: bool,
+    /// Closing text: `]`, `}`, or `]}` / `}}` for a variant.
+    close: &'static [u8],
+}
+
+impl Compound<'_, '_> {
+    fn separator(&mut self) {
+        if self.first {
+            self.first = false;
+        } else {
+            self.writer.out.push(b',');
+        }
+    }
+
+    fn key(&mut self, key: &str) {
+        self.separator();
+        write_str(self.writer.out, key);
+        self.writer.out.push(b':');
+    }
+
+    fn close(self) -> Result<(), serde_json::Error> {
+        self.writer.out.extend_from_slice(self.close);
+        Ok(())
+    }
+}
+
+impl<'w, 'a> Writer<'a> {
+    fn open(&'w mut self, open: &[u8], close: &'static [u8]) -> Compound<'w, 'a> {
+        self.out.extend_from_slice(open);
+        Compound {
+            writer: self,
+            first: true,
+            close,
+        }
+    }
+
+    fn open_variant(
+        &'w mut self,
+        variant: &str,
+        open: u8,
+        close: &'static [u8],
+    ) -> Compound<'w, 'a> {
+        self.out.push(b'{');
+        write_str(self.out, variant);
+        self.out.push(b':');
+        self.out.push(open);
+        Compound {
+            writer: self,
+            first: true,
+            close,
+        }
+    }
+}
+
+impl<'w, 'a> ser::Serializer for &'w mut Writer<'a> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    type SerializeSeq = Compound<'w, 'a>;
+    type SerializeTuple = Compound<'w, 'a>;
+    type SerializeTupleStruct = Compound<'w, 'a>;
+    type SerializeTupleVariant = Compound<'w, 'a>;
+    type SerializeMap = Compound<'w, 'a>;
+    type SerializeStruct = Compound<'w, 'a>;
+    type SerializeStructVariant = Compound<'w, 'a>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), serde_json::Error> {
+        self.out
+            .extend_from_slice(if v { b"true" } else { b"false" });
+        Ok(())
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), serde_json::Error> {
+        self.serde_json(&v)
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), serde_json::Error> {
+        self.serde_json(&v)
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), serde_json::Error> {
+        self.serde_json(&v)
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), serde_json::Error> {
+        self.serde_json(&v)
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), serde_json::Error> {
+        self.serde_json(&v)
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), serde_json::Error> {
+        self.serde_json(&v)
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), serde_json::Error> {
+        self.serde_json(&v)
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), serde_json::Error> {
+        self.serde_json(&v)
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), serde_json::Error> {
+        self.serde_json(&v)
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), serde_json::Error> {
+        self.serde_json(&v)
+    }
+    fn serialize_f32(self, v: f32) -> Result<(), serde_json::Error> {
+        self.serde_json(&v)
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), serde_json::Error> {
+        self.serde_json(&v)
+    }
+    fn serialize_char(self, v: char) -> Result<(), serde_json::Error> {
+        write_str(self.out, v.encode_utf8(&mut [0; 4]));
+        Ok(())
+    }
+    fn serialize_str(self, v: &str) -> Result<(), serde_json::Error> {
+        write_str(self.out, v);
+        Ok(())
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), serde_json::Error> {
+        self.serde_json(v)
+    }
+    fn serialize_none(self) -> Result<(), serde_json::Error> {
+        self.serialize_unit()
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), serde_json::Error> {
+        value.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), serde_json::Error> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), serde_json::Error> {
+        self.serialize_unit()
+    }
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), serde_json::Error> {
+        write_str(self.out, variant);
+        Ok(())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        name: &'static str,
+        value: &T,
+    ) -> Result<(), serde_json::Error> {
+        // serde_json writes some newtypes its own way (a `RawValue`
+        // verbatim): those are its to write.
+        if name.starts_with("$serde_json::") {
+            return ser::Serializer::serialize_newtype_struct(
+                &mut serde_json::Serializer::new(&mut *self.out),
+                name,
+                value,
+            );
+        }
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), serde_json::Error> {
+        self.out.push(b'{');
+        write_str(self.out, variant);
+        self.out.push(b':');
+        value.serialize(&mut *self)?;
+        self.out.push(b'}');
+        Ok(())
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'w, 'a>, serde_json::Error> {
+        Ok(self.open(b"[", b"]"))
+    }
+    fn serialize_tuple(self, _len: usize) -> Result<Compound<'w, 'a>, serde_json::Error> {
+        Ok(self.open(b"[", b"]"))
+    }
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'w, 'a>, serde_json::Error> {
+        Ok(self.open(b"[", b"]"))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'w, 'a>, serde_json::Error> {
+        Ok(self.open_variant(variant, b'[', b"]}"))
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'w, 'a>, serde_json::Error> {
+        Ok(self.open(b"{", b"}"))
+    }
+    fn serialize_struct(
+        self,
+        name: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'w, 'a>, serde_json::Error> {
+        if name.starts_with("$serde_json::") {
+            return Err(ser::Error::custom(
+                "a serde_json private struct is not written by acdm_core::json",
+            ));
+        }
+        Ok(self.open(b"{", b"}"))
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'w, 'a>, serde_json::Error> {
+        Ok(self.open_variant(variant, b'{', b"}}"))
+    }
+}
+
+impl ser::SerializeSeq for Compound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        self.separator();
+        value.serialize(&mut *self.writer)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeTuple for Compound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeTupleStruct for Compound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeTupleVariant for Compound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeMap for Compound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Self::Error> {
+        self.separator();
+        // A string key is written as it comes; any other kind goes by
+        // serde_json's rules (numbers, bools and chars become strings),
+        // on a buffer of its own.
+        let before = self.writer.out.len();
+        if key.serialize(KeyWriter(&mut *self.writer.out)).is_err() {
+            self.writer.out.truncate(before);
+            let key = serde_json::to_vec(&KeyOnly(key))?;
+            // `{"<key>":null}`: keep `"<key>"`.
+            let quoted = key.get(1..key.len().saturating_sub(6)).unwrap_or_default();
+            self.writer.out.extend_from_slice(quoted);
+        }
+        self.writer.out.push(b':');
+        Ok(())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        value.serialize(&mut *self.writer)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.close()
+    }
+}
+
+/// A key alone in a one-entry map, so serde_json applies its key rules:
+/// `{"<key>":null}`; the caller keeps what is between the braces and the
+/// colon.
+struct KeyOnly<'k, K: ?Sized>(&'k K);
+
+impl<K: Serialize + ?Sized> Serialize for KeyOnly<'_, K> {
+    fn serialize<S: ser::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_key(self.0)?;
+        map.serialize_value(&())?;
+        map.end()
+    }
+}
+
+/// A map key that is a string (or a newtype or unit variant of one),
+/// written escaped; anything else is refused before a byte is written.
+struct KeyWriter<'o>(&'o mut Vec<u8>);
+
+impl ser::Serializer for KeyWriter<'_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    type SerializeSeq = ser::Impossible<(), serde_json::Error>;
+    type SerializeTuple = ser::Impossible<(), serde_json::Error>;
+    type SerializeTupleStruct = ser::Impossible<(), serde_json::Error>;
+    type SerializeTupleVariant = ser::Impossible<(), serde_json::Error>;
+    type SerializeMap = ser::Impossible<(), serde_json::Error>;
+    type SerializeStruct = ser::Impossible<(), serde_json::Error>;
+    type SerializeStructVariant = ser::Impossible<(), serde_json::Error>;
+
+    fn serialize_str(self, v: &str) -> Result<(), serde_json::Error> {
+        write_str(self.0, v);
+        Ok(())
+    }
+    fn serialize_bool(self, _: bool) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_i8(self, _: i8) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_i16(self, _: i16) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_i32(self, _: i32) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_i64(self, _: i64) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_u8(self, _: u8) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_u16(self, _: u16) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_u32(self, _: u32) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_u64(self, _: u64) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_f32(self, _: f32) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_f64(self, _: f64) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_char(self, _: char) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_bytes(self, _: &[u8]) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_none(self) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_unit(self) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_unit_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+    ) -> Result<(), serde_json::Error> {
+        write_str(self.0, variant);
+        Ok(())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        value: &T,
+    ) -> Result<(), serde_json::Error> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<(), serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleStruct, serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant, serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStruct, serde_json::Error> {
+        Err(not_str())
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant, serde_json::Error> {
+        Err(not_str())
+    }
+}
+
+fn not_str() -> serde_json::Error {
+    ser::Error::custom("not a string")
+}
+
+impl ser::SerializeStruct for Compound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        self.key(key);
+        value.serialize(&mut *self.writer)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeStructVariant for Compound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        ser::SerializeStruct::serialize_field(self, key, value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashMap};
+
+    use serde::Serialize;
+    use serde_json::{Value, json};
+
+    use super::to_vec;
+
+    fn same<T: Serialize + ?Sized + std::fmt::Debug>(value: &T) {
+        let ours = to_vec(value).unwrap();
+        let theirs = serde_json::to_vec(value).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&theirs),
+            "{value:?}"
+        );
+    }
+
+    /// A small deterministic generator (xorshift), so a failure repeats.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        fn text(&mut self) -> String {
+            const SOME: &[char] = &[
+                'a',
+                'z',
+                ' ',
+                '"',
+                '\\',
+                '/',
+                '\n',
+                '\r',
+                '\t',
+                '\u{0}',
+                '\u{1}',
+                '\u{8}',
+                '\u{b}',
+                '\u{c}',
+                '\u{1f}',
+                '\u{7f}',
+                'é',
+                '报',
+                '\u{2028}',
+                '\u{1F600}',
+                '\u{fffd}',
+            ];
+            let len = match self.below(4) {
+                0 => self.below(4),
+                1 => self.below(20),
+                2 => self.below(100),
+                _ => self.below(5000),
+            };
+            (0..len)
+                .map(|_| match self.below(3) {
+                    0 => SOME[self.below(SOME.len() as u64) as usize],
+                    _ => char::from(b' ' + self.below(95) as u8),
+                })
+                .collect()
+        }
+        fn value(&mut self, depth: u32) -> Value {
+            match self.below(if depth > 3 { 6 } else { 8 }) {
+                0 => Value::Null,
+                1 => Value::Bool(self.below(2) == 0),
+                2 => json!(self.next() as i64),
+                3 => json!(self.next()),
+                4 => json!((self.next() as f64) / 7.0 - 1e12),
+                5 => Value::String(self.text()),
+                6 => Value::Array((0..self.below(5)).map(|_| self.value(depth + 1)).collect()),
+                _ => Value::Object(
+                    (0..self.below(6))
+                        .map(|_| (self.text(), self.value(depth + 1)))
+                        .collect(),
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn the_output_is_serde_jsons_byte_for_byte() {
+        // Every ASCII byte, alone and at every offset of a word and past it.
+        for byte in 0u8..0x80 {
+            let c = char::from(byte);
+            same(&c.to_string());
+            same(&c);
+            for at in 0..20 {
+                let mut text: String = "abcdefghijklmnopqrstuvwxyz".chars().take(24).collect();
+                text.insert(at, c);
+                same(&text);
+            }
+        }
+        same("");
+        same("naïve café 报告 \u{2028} \u{1F600} \u{7f}");
+        same(&"line with \"quotes\" and \\ and \t tab\n".repeat(200));
+        // Numbers, floats that look like integers, the edges.
+        same(&json!([
+            0,
+            -0.0,
+            1.0,
+            1.5,
+            1e300,
+            -1e-300,
+            i64::MIN,
+            u64::MAX,
+            f64::NAN
+        ]));
+        same(&(i128::MIN, u128::MAX, 1.25f32, 'x', (), Some(3), None::<u8>));
+        same(&b"bytes\0"[..]);
+        // Values drawn at random.
+        let mut rng = Rng(0x5eed_1234_abcd_0001);
+        for _ in 0..2000 {
+            same(&rng.value(0));
+        }
+    }
+
+    #[derive(Debug, Serialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Shape {
+        Unit,
+        Newtype(String),
+        Tuple(u8, String),
+        Struct { a: i32, b: Option<String> },
+    }
+
+    #[derive(Debug, Serialize)]
+    #[serde(tag = "kind")]
+    enum Tagged {
+        One { x: u8 },
+        Two,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct Inner {
+        z: &'static str,
+        a: u8,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct Newtype(String);
+
+    #[derive(Debug, Serialize)]
+    struct Everything {
+        // Struct order is kept, not sorted.
+        zeta: u8,
+        alpha: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        skipped: Option<u8>,
+        shapes: Vec<Shape>,
+        tagged: Vec<Tagged>,
+        #[serde(flatten)]
+        inner: Inner,
+        by_number: BTreeMap<u32, bool>,
+        by_bool: BTreeMap<bool, u8>,
+        by_char: BTreeMap<char, u8>,
+        by_newtype: BTreeMap<String, Newtype>,
+        one_key: HashMap<String, Vec<Value>>,
+        unit: (),
+        tuple: (u8, &'static str),
+    }
+
+    #[test]
+    fn every_shape_serde_can_send_is_written_the_same() {
+        let everything = Everything {
+            zeta: 1,
+            alpha: "a\"b".to_owned(),
+            skipped: None,
+            shapes: vec![
+                Shape::Unit,
+                Shape::Newtype("n\n".to_owned()),
+                Shape::Tuple(2, "t".to_owned()),
+                Shape::Struct { a: -3, b: None },
+                Shape::Struct {
+                    a: 4,
+                    b: Some("\u{1}".to_owned()),
+                },
+            ],
+            tagged: vec![Tagged::One { x: 9 }, Tagged::Two],
+            inner: Inner { z: "flat", a: 7 },
+            by_number: BTreeMap::from([(1, true), (20, false)]),
+            by_bool: BTreeMap::from([(true, 1), (false, 0)]),
+            by_char: BTreeMap::from([('"', 1), ('k', 2)]),
+            by_newtype: BTreeMap::from([("k\t".to_owned(), Newtype("v".to_owned()))]),
+            one_key: HashMap::from([("only".to_owned(), vec![json!({"b": 1, "a": [null]})])]),
+            unit: (),
+            tuple: (5, "five"),
+        };
+        same(&everything);
+        // What serde_json refuses, this refuses too.
+        let bad: BTreeMap<Vec<u8>, u8> = BTreeMap::from([(vec![1], 1)]);
+        assert!(serde_json::to_vec(&bad).is_err());
+        assert!(to_vec(&bad).is_err());
+    }
+}
