@@ -4,9 +4,9 @@
 //! serde_json escapes a string byte by byte (about ten instructions per
 //! byte): for a read's 4 KiB window that was the largest single item of
 //! the request's profile. [`to_vec`] writes the same text: the structure,
-//! numbers and the rare escapes are serde_json's (numbers and anything
-//! serde_json treats specially are handed to its serializer on the same
-//! buffer), and a string is scanned eight bytes at a time for the bytes
+//! numbers and the rare escapes are serde_json's (numbers are handed to
+//! its serializer on the same buffer, a `RawValue` is written as it is),
+//! and a string is scanned eight bytes at a time for the bytes
 //! JSON must escape (controls, `"` and `\`), clean runs copied whole.
 //! `tests::the_output_is_serde_jsons_byte_for_byte` holds it to that.
 
@@ -100,12 +100,17 @@ fn escape(out: &mut Vec<u8>, byte: u8) {
     }
 }
 
+/// serde_json's name for the struct a `RawValue` serializes as.
+const RAW_VALUE: &str = "$serde_json::private::RawValue";
+
 /// A compound value being written: whether an element came already.
 struct Compound<'w, 'a> {
     writer: &'w mut Writer<'a>,
     first: bool,
     /// Closing text: `]`, `}`, or `]}` / `}}` for a variant.
     close: &'static [u8],
+    /// A `RawValue`: its one field's text is written as it is.
+    raw: bool,
 }
 
 impl Compound<'_, '_> {
@@ -136,6 +141,7 @@ impl<'w, 'a> Writer<'a> {
             writer: self,
             first: true,
             close,
+            raw: false,
         }
     }
 
@@ -153,6 +159,7 @@ impl<'w, 'a> Writer<'a> {
             writer: self,
             first: true,
             close,
+            raw: false,
         }
     }
 }
@@ -244,18 +251,9 @@ impl<'w, 'a> ser::Serializer for &'w mut Writer<'a> {
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
         self,
-        name: &'static str,
+        _name: &'static str,
         value: &T,
     ) -> Result<(), serde_json::Error> {
-        // serde_json writes some newtypes its own way (a `RawValue`
-        // verbatim): those are its to write.
-        if name.starts_with("$serde_json::") {
-            return ser::Serializer::serialize_newtype_struct(
-                &mut serde_json::Serializer::new(&mut *self.out),
-                name,
-                value,
-            );
-        }
         value.serialize(self)
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -302,9 +300,18 @@ impl<'w, 'a> ser::Serializer for &'w mut Writer<'a> {
         name: &'static str,
         _len: usize,
     ) -> Result<Compound<'w, 'a>, serde_json::Error> {
+        // A `RawValue` is one field holding its JSON text, written as is.
+        if name == RAW_VALUE {
+            return Ok(Compound {
+                writer: self,
+                first: true,
+                close: b"",
+                raw: true,
+            });
+        }
         if name.starts_with("$serde_json::") {
             return Err(ser::Error::custom(
-                "a serde_json private struct is not written by acdm_core::json",
+                "this serde_json private struct is not written by acdm_core::json",
             ));
         }
         Ok(self.open(b"{", b"}"))
@@ -374,7 +381,11 @@ impl ser::SerializeMap for Compound<'_, '_> {
         // serde_json's rules (numbers, bools and chars become strings),
         // on a buffer of its own.
         let before = self.writer.out.len();
-        if key.serialize(KeyWriter(&mut *self.writer.out)).is_err() {
+        let key_writer = KeyWriter {
+            out: &mut *self.writer.out,
+            raw: false,
+        };
+        if key.serialize(key_writer).is_err() {
             self.writer.out.truncate(before);
             let key = serde_json::to_vec(&KeyOnly(key))?;
             // `{"<key>":null}`: keep `"<key>"`.
@@ -409,7 +420,11 @@ impl<K: Serialize + ?Sized> Serialize for KeyOnly<'_, K> {
 
 /// A map key that is a string (or a newtype or unit variant of one),
 /// written escaped; anything else is refused before a byte is written.
-struct KeyWriter<'o>(&'o mut Vec<u8>);
+struct KeyWriter<'o> {
+    out: &'o mut Vec<u8>,
+    /// Written as it is (a `RawValue`'s text), not as a JSON string.
+    raw: bool,
+}
 
 impl ser::Serializer for KeyWriter<'_> {
     type Ok = ();
@@ -423,7 +438,11 @@ impl ser::Serializer for KeyWriter<'_> {
     type SerializeStructVariant = ser::Impossible<(), serde_json::Error>;
 
     fn serialize_str(self, v: &str) -> Result<(), serde_json::Error> {
-        write_str(self.0, v);
+        if self.raw {
+            self.out.extend_from_slice(v.as_bytes());
+        } else {
+            write_str(self.out, v);
+        }
         Ok(())
     }
     fn serialize_bool(self, _: bool) -> Result<(), serde_json::Error> {
@@ -483,7 +502,7 @@ impl ser::Serializer for KeyWriter<'_> {
         _: u32,
         variant: &'static str,
     ) -> Result<(), serde_json::Error> {
-        write_str(self.0, variant);
+        write_str(self.out, variant);
         Ok(())
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
@@ -557,6 +576,12 @@ impl ser::SerializeStruct for Compound<'_, '_> {
         key: &'static str,
         value: &T,
     ) -> Result<(), Self::Error> {
+        if self.raw {
+            return value.serialize(KeyWriter {
+                out: &mut *self.writer.out,
+                raw: true,
+            });
+        }
         self.key(key);
         value.serialize(&mut *self.writer)
     }
@@ -776,6 +801,9 @@ mod tests {
             tuple: (5, "five"),
         };
         same(&everything);
+        // A RawValue is written as it is, inside anything.
+        let raw = serde_json::value::RawValue::from_string("{\"b\": [1, 2] }".to_owned()).unwrap();
+        same(&(raw.as_ref(), BTreeMap::from([("k", &raw)])));
         // What serde_json refuses, this refuses too.
         let bad: BTreeMap<Vec<u8>, u8> = BTreeMap::from([(vec![1], 1)]);
         assert!(serde_json::to_vec(&bad).is_err());

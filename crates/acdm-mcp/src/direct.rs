@@ -6,8 +6,10 @@
 //! and running the request through its JSON-RPC model: in the HTTP bench
 //! that was a sixth to a fifth of a tool call's instructions (callgrind).
 //! A *plain* `tools/call` is answered here instead, by the same handler
-//! ([`KnowledgeServer::call`]) and written through rmcp's own message
-//! types, so the answer is rmcp's byte for byte.
+//! ([`KnowledgeServer::call`], in a task of its own as rmcp runs it, so a
+//! call whose caller went away still finishes with its metrics and log
+//! line) and written through rmcp's own message types, so the answer is
+//! rmcp's byte for byte.
 //!
 //! "Plain" is narrow on purpose — every check rmcp makes on the way to its
 //! handler would pass, and none of its per-request features is asked for:
@@ -93,7 +95,19 @@ pub(crate) async fn answer(
     };
     let mut params = CallToolRequestParams::new(call.params.name);
     params.arguments = call.params.arguments;
-    let message = match server.call(params, Some(&parts)).await {
+    // In a task of its own, as rmcp runs it: a call whose caller went away
+    // still finishes, with its metrics and its log line.
+    let task = {
+        let server = server.clone();
+        tokio::spawn(async move { server.call(params, Some(&parts)).await })
+    };
+    let Ok(outcome) = task.await else {
+        return Ok(plain_text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Internal Server Error: the tool call ended without an answer".to_owned(),
+        ));
+    };
+    let message = match outcome {
         Ok(response) => {
             // As rmcp's handler does for a peer older than 2026-07-28,
             // which every plain call is.

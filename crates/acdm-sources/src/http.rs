@@ -32,7 +32,8 @@ use crate::error::SourceError;
 /// Settings shared by every upstream client.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
-    /// Time to establish a connection.
+    /// Time to establish a TCP connection (the TLS handshake after it is
+    /// bounded by `read_timeout` and the call's deadline).
     pub connect_timeout: Duration,
     /// Longest silence while reading a response.
     pub read_timeout: Duration,
@@ -233,6 +234,10 @@ impl Upstream {
                 .deadline
                 .saturating_duration_since(Instant::now())
                 .min(self.read_timeout);
+            // Past the deadline not even a chunk already received is read.
+            if wait.is_zero() {
+                return Err(transport_error(self.source_name, Transport::Timeout));
+            }
             let frame = match tokio::time::timeout(wait, self.body.frame()).await {
                 Err(_) => return Err(transport_error(self.source_name, Transport::Timeout)),
                 Ok(None) => return Ok(None),
@@ -287,6 +292,13 @@ impl HttpClient {
         tcp.enforce_http(false);
         tcp.set_nodelay(true);
         tcp.set_connect_timeout(Some(settings.connect_timeout));
+        // As reqwest did: a pooled connection that a NAT or balancer
+        // dropped is noticed instead of costing a whole read timeout.
+        tcp.set_keepalive(Some(Duration::from_secs(15)));
+        tcp.set_keepalive_interval(Some(Duration::from_secs(15)));
+        tcp.set_keepalive_retries(Some(3));
+        #[cfg(target_os = "linux")]
+        tcp.set_tcp_user_timeout(Some(Duration::from_secs(30)));
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()
