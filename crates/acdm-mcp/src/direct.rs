@@ -296,13 +296,9 @@ mod tests {
         crate::build(sources, settings, crate::McpMetrics::unregistered(), direct)
     }
 
-    /// Status, headers and body of `router`'s answer to a POST of `body`.
-    async fn send(
-        router: &axum::Router,
-        extra: &[(&'static str, &'static str)],
-        body: &str,
-    ) -> (u16, Vec<(String, String)>, bytes::Bytes) {
-        use tower::ServiceExt;
+    /// A POST of `body` to `/mcp` with the plain headers, `extra`
+    /// replacing those of the same name.
+    fn post(extra: Headers, body: &str) -> Request {
         let mut request = http::Request::builder()
             .method("POST")
             .uri("/mcp")
@@ -316,8 +312,17 @@ mod tests {
         for (name, value) in extra {
             request = request.header(*name, *value);
         }
-        let request = request.body(Body::from(body.to_owned())).unwrap();
-        let response = router.clone().oneshot(request).await.unwrap();
+        request.body(Body::from(body.to_owned())).unwrap()
+    }
+
+    /// Status, headers and body of `router`'s answer to a POST of `body`.
+    async fn send(
+        router: &axum::Router,
+        extra: Headers,
+        body: &str,
+    ) -> (u16, Vec<(String, String)>, bytes::Bytes) {
+        use tower::ServiceExt;
+        let response = router.clone().oneshot(post(extra, body)).await.unwrap();
         let status = response.status().as_u16();
         let mut headers: Vec<(String, String)> = response
             .headers()
@@ -468,20 +473,7 @@ mod tests {
             );
             // Which path answered: the direct one answers a plain call
             // itself and hands anything else back.
-            let mut request = http::Request::builder()
-                .method("POST")
-                .uri("/mcp")
-                .header("content-length", body.len());
-            for (name, value) in PLAIN.iter().filter(|(name, _)| *name != "content-length") {
-                if !extra.iter().any(|(n, _)| n == name) {
-                    request = request.header(*name, *value);
-                }
-            }
-            for (name, value) in *extra {
-                request = request.header(*name, *value);
-            }
-            let request = request.body(Body::from(body.clone())).unwrap();
-            let taken = answer(&server, request).await;
+            let taken = answer(&server, post(extra, body)).await;
             assert_eq!(
                 taken.is_ok(),
                 *direct,

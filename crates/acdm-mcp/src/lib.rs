@@ -70,8 +70,7 @@ const LOOPBACK: &[&str] = &["localhost", "127.0.0.1", "::1"];
 
 /// The `/mcp` and `/mcp/health` routes.
 pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> Router {
-    let direct = !settings.sessions;
-    build(sources, settings, metrics, direct)
+    build(sources, settings, metrics, true)
 }
 
 /// The routes, with plain tool calls answered directly or not (only in

@@ -353,14 +353,8 @@ impl HttpClient {
         let mut prepared = http::Request::new(Full::new(request.body.clone()));
         *prepared.method_mut() = request.method.clone();
         *prepared.uri_mut() = uri;
+        *prepared.headers_mut() = request.headers.clone();
         let headers = prepared.headers_mut();
-        headers.reserve(request.headers.len() + 2);
-        headers.extend(
-            request
-                .headers
-                .iter()
-                .map(|(name, value)| (name.clone(), value.clone())),
-        );
         headers
             .entry(header::USER_AGENT)
             .or_insert_with(|| self.user_agent.clone());
