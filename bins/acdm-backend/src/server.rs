@@ -24,8 +24,18 @@
 //!   failure of the replica. Reaching the cap is logged (at most once a
 //!   minute) and `acdm_http_open_connections` shows how close it is.
 //! - **Shutdown**: when the signal fires the listener is closed (new
-//!   connections are refused) and every connection is served until it
-//!   closes: the server's responses now ask their clients to close
+//!   connections are refused) without resetting a connection the kernel
+//!   had already completed: closing a listening socket resets every
+//!   connection still in its accept queue, and a balancer that had sent a
+//!   `POST` on one cannot tell whether it was served, so it answers `502`
+//!   rather than trying another replica. So new handshakes are stopped
+//!   first (a socket filter drops new `SYN`s; their retransmission, a
+//!   second later, finds the port closed and is refused, which a balancer
+//!   retries elsewhere), what completes within [`HANDSHAKE_SETTLE`] is
+//!   accepted, then everything still queued — past the connection cap if
+//!   need be — and only then is the listener closed. Every connection is
+//!   then served until it closes: the server's responses now ask their
+//!   clients to close
 //!   (`Connection: close`, set by the drain middleware), so a connection
 //!   ends after its next response. One that stays idle is closed by the
 //!   server after [`ConnectionLimits::idle_linger`]: a load balancer that
@@ -40,6 +50,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -152,23 +163,123 @@ pub async fn serve(
             router.clone(),
             limits,
             draining.clone(),
-            Slot::new(slot, open.clone()),
+            Slot::new(Some(slot), open.clone()),
         ));
     }
-    drop(listener);
+    // Each connection accepted from here on is answered once and closed;
+    // none waits for a slot, since the listener's close would reset it.
+    let mut spawn = |stream: TcpStream, peer: SocketAddr| {
+        connections.spawn(connection(
+            stream,
+            peer,
+            router.clone(),
+            limits,
+            draining.clone(),
+            Slot::new(None, open.clone()),
+        ));
+    };
+    close_without_reset(listener, &mut spawn).await;
     draining.cancel();
     while connections.join_next().await.is_some() {}
 }
 
+/// Once new handshakes are refused, how long connections whose handshake
+/// was under way may take to complete (the balancer's `ACK` is one round
+/// trip away) before the listener closes.
+pub const HANDSHAKE_SETTLE: Duration = Duration::from_millis(100);
+
+/// Closes `listener` without resetting a connection the kernel completed:
+/// stops new handshakes, hands `spawn` what completes within
+/// [`HANDSHAKE_SETTLE`] and then everything still queued, and closes it.
+/// Where new handshakes cannot be stopped, takes what is queued and
+/// closes at once.
+async fn close_without_reset(listener: TcpListener, spawn: &mut impl FnMut(TcpStream, SocketAddr)) {
+    match refuse_new_handshakes(&listener) {
+        Ok(()) => {
+            let mut settled = pin!(tokio::time::sleep(HANDSHAKE_SETTLE));
+            loop {
+                let accepted = tokio::select! {
+                    () = &mut settled => break,
+                    accepted = listener.accept() => accepted,
+                };
+                match accepted {
+                    Ok((stream, peer)) => spawn(stream, peer),
+                    Err(error) if is_connection_error(&error) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        Err(error) => tracing::debug!(
+            %error,
+            "cannot stop new handshakes on the listener; closing it once its queue is empty"
+        ),
+    }
+    // The reactor may not have seen the last arrivals yet: ask the kernel
+    // itself until its queue is empty.
+    let Ok(listener) = listener.into_std() else {
+        return;
+    };
+    loop {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                let stream = stream
+                    .set_nonblocking(true)
+                    .and_then(|()| TcpStream::from_std(stream));
+                if let Ok(stream) = stream {
+                    spawn(stream, peer);
+                }
+            }
+            Err(error)
+                if is_connection_error(&error)
+                    || error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+}
+
+/// Makes the kernel drop new connection requests (`SYN`s) to `listener`
+/// while letting handshakes under way complete: a classic BPF socket
+/// filter that drops a TCP segment with `SYN` set and `ACK` clear. A
+/// filter sees a TCP segment from its header, whose byte 13 holds the
+/// flags.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn refuse_new_handshakes(listener: &impl std::os::fd::AsFd) -> std::io::Result<()> {
+    use socket2::{SockFilter, SockRef};
+    const LOAD_BYTE: u16 = 0x30; // BPF_LD | BPF_B | BPF_ABS
+    const AND: u16 = 0x54; // BPF_ALU | BPF_AND | BPF_K
+    const JUMP_IF_EQUAL: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const RETURN: u16 = 0x06; // BPF_RET | BPF_K
+    const FLAGS: u32 = 13;
+    const SYN: u32 = 0x02;
+    const ACK: u32 = 0x10;
+    let program = [
+        SockFilter::new(LOAD_BYTE, 0, 0, FLAGS),
+        SockFilter::new(AND, 0, 0, SYN | ACK),
+        // A bare SYN: go on to the drop; anything else: skip it.
+        SockFilter::new(JUMP_IF_EQUAL, 0, 1, SYN),
+        SockFilter::new(RETURN, 0, 0, 0),
+        SockFilter::new(RETURN, 0, 0, u32::MAX),
+    ];
+    SockRef::from(listener).attach_filter(&program)
+}
+
+/// Elsewhere new handshakes cannot be stopped this way.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn refuse_new_handshakes<T>(_listener: &T) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
 /// An open connection's hold on the cap and on the gauge, released when
 /// the connection ends (or is aborted).
+/// (A connection taken from the queue once the listener is closing holds
+/// no permit: it is answered once, past the cap.)
 struct Slot {
-    _permit: OwnedSemaphorePermit,
+    _permit: Option<OwnedSemaphorePermit>,
     open: Gauge,
 }
 
 impl Slot {
-    fn new(permit: OwnedSemaphorePermit, open: Gauge) -> Self {
+    fn new(permit: Option<OwnedSemaphorePermit>, open: Gauge) -> Self {
         open.inc();
         Self {
             _permit: permit,
@@ -183,6 +294,10 @@ impl Drop for Slot {
     }
 }
 
+/// Once the drain began, how long a connection that has not sent a
+/// request yet stays open for its first one.
+const FIRST_REQUEST_WAIT: Duration = Duration::from_secs(1);
+
 /// Serves one connection until it ends, or asks it to finish when
 /// `draining` is cancelled.
 async fn connection(
@@ -195,7 +310,16 @@ async fn connection(
 ) {
     // Without TCP_NODELAY small responses wait ~40 ms for delayed ACKs.
     let _ = stream.set_nodelay(true);
-    let service = TowerToHyperService::new(router);
+    // Whether a request has reached the router on this connection: one
+    // that has not is not closed as idle by the drain at once.
+    let used = Arc::new(AtomicBool::new(false));
+    let service = {
+        let (service, used) = (TowerToHyperService::new(router), used.clone());
+        hyper::service::service_fn(move |request| {
+            used.store(true, Ordering::Relaxed);
+            hyper::service::Service::call(&service, request)
+        })
+    };
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -203,15 +327,27 @@ async fn connection(
     let mut conn = pin!(builder.serve_connection(TokioIo::new(stream), service));
     let result = tokio::select! {
         result = conn.as_mut() => result,
-        () = draining.cancelled() => tokio::select! {
-            // Served until its next response, which closes it, or until
-            // its client closes it.
-            result = conn.as_mut() => result,
-            () = tokio::time::sleep(limits.idle_linger) => {
-                conn.as_mut().graceful_shutdown();
-                conn.await
+        () = draining.cancelled() => {
+            // A connection that has not sent its first request yet (one
+            // just taken from the queue, most likely with its request on
+            // the way) gets at least FIRST_REQUEST_WAIT for it: closing
+            // it as idle at once would drop a request its client has sent.
+            let linger = if used.load(Ordering::Relaxed) {
+                limits.idle_linger
+            } else {
+                limits.idle_linger.max(FIRST_REQUEST_WAIT)
+            };
+            tokio::select! {
+                // Served until its next response, which closes it, or
+                // until its client closes it.
+                result = conn.as_mut() => result,
+                () = tokio::time::sleep(linger) => {
+                    // A request under way is finished first.
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
             }
-        },
+        }
     };
     if let Err(error) = result {
         // Timeouts, resets and malformed requests: the client's doing.
@@ -226,4 +362,169 @@ fn is_connection_error(error: &std::io::Error) -> bool {
         error.kind(),
         ErrorKind::ConnectionRefused | ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::routing::get;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+    /// Waits (yielding, bounded) until `open` shows `count` connections.
+    async fn open_reaches(open: &Gauge, count: i64) {
+        for _ in 0..10_000 {
+            if open.get() == count {
+                return;
+            }
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        panic!("open connections stayed at {}, not {count}", open.get());
+    }
+
+    #[tokio::test]
+    async fn connections_the_kernel_queued_are_answered_when_the_listener_closes() {
+        let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = Router::new().route("/", get(|| async { "hello" }));
+        let open = Gauge::default();
+        let limits = ConnectionLimits {
+            header_read_timeout: Duration::from_secs(30),
+            max_connections: 1,
+            idle_linger: Duration::ZERO,
+        };
+        let stop = CancellationToken::new();
+        let server = tokio::spawn(serve(
+            listener,
+            router,
+            limits,
+            open.clone(),
+            stop.clone().cancelled_owned(),
+        ));
+        // An idle connection holds the only slot ...
+        let holder = TcpStream::connect(addr).await.unwrap();
+        open_reaches(&open, 1).await;
+        // ... so these complete their handshake in the kernel and wait in
+        // its queue, each with its request sent: what a balancer has just
+        // forwarded when the replica stops.
+        let mut queued = Vec::new();
+        for _ in 0..3 {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream.write_all(REQUEST).await.unwrap();
+            queued.push(stream);
+        }
+        assert_eq!(open.get(), 1, "the loop waits at the cap");
+
+        stop.cancel();
+        for (index, mut stream) in queued.into_iter().enumerate() {
+            let mut answer = Vec::new();
+            let read = stream.read_to_end(&mut answer).await;
+            let answer = String::from_utf8_lossy(&answer);
+            assert!(
+                read.is_ok() && answer.starts_with("HTTP/1.1 200") && answer.ends_with("hello"),
+                "queued connection {index} was answered, not reset: {read:?} {answer:?}"
+            );
+        }
+        // The holder, which never sent a request, is closed by the drain
+        // once it waited FIRST_REQUEST_WAIT for one.
+        let mut holder = holder;
+        let mut rest = Vec::new();
+        assert_eq!(holder.read_to_end(&mut rest).await.unwrap(), 0);
+        server.await.unwrap();
+        assert_eq!(open.get(), 0);
+        assert!(TcpStream::connect(addr).await.is_err(), "closed");
+    }
+
+    #[tokio::test]
+    async fn a_connection_taken_at_the_close_is_answered_even_without_linger() {
+        // No cap reached, no linger: a connection accepted as the drain
+        // starts, whose request has not been read yet, is still answered.
+        let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = Router::new().route("/", get(|| async { "hello" }));
+        let limits = ConnectionLimits {
+            header_read_timeout: Duration::from_secs(30),
+            max_connections: 8,
+            idle_linger: Duration::ZERO,
+        };
+        let stop = CancellationToken::new();
+        let open = Gauge::default();
+        let server = tokio::spawn(serve(
+            listener,
+            router,
+            limits,
+            open.clone(),
+            stop.clone().cancelled_owned(),
+        ));
+        // A kept-alive connection that was used once: the drain closes it
+        // as idle at once, which tells the test the drain has begun.
+        let mut used = TcpStream::connect(addr).await.unwrap();
+        used.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut head = vec![0; 1024];
+        let mut read = 0;
+        while !String::from_utf8_lossy(&head[..read]).ends_with("hello") {
+            let n = used.read(&mut head[read..]).await.unwrap();
+            assert!(n > 0, "answered before the drain");
+            read += n;
+        }
+        // Connected and accepted, but its request comes after the drain
+        // began.
+        let mut late = TcpStream::connect(addr).await.unwrap();
+        open_reaches(&open, 2).await;
+        stop.cancel();
+        let mut rest = Vec::new();
+        assert_eq!(
+            used.read_to_end(&mut rest).await.unwrap(),
+            0,
+            "closed as idle"
+        );
+        late.write_all(REQUEST).await.unwrap();
+        let mut answer = String::new();
+        let read = late.read_to_string(&mut answer).await;
+        assert!(
+            read.is_ok() && answer.starts_with("HTTP/1.1 200"),
+            "{read:?} {answer:?}"
+        );
+        server.await.unwrap();
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[tokio::test]
+    async fn once_handshakes_are_refused_a_new_connection_is_refused_never_reset() {
+        // A listener that stopped new handshakes, then closed: a client
+        // that asked to connect in between is refused (a balancer tries
+        // another replica), where without the filter its connection would
+        // have been completed by the kernel, then reset by the close.
+        let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        refuse_new_handshakes(&listener).unwrap();
+        // A non-blocking connect has sent its SYN when it returns; on
+        // loopback the kernel answers it at once, or, filtered, drops it.
+        let socket = socket2::Socket::new(
+            socket2::Domain::IPV4,
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )
+        .unwrap();
+        socket.set_nonblocking(true).unwrap();
+        match socket.connect(&addr.into()) {
+            Err(error) if error.raw_os_error() == Some(115) => {} // EINPROGRESS
+            other => panic!("a non-blocking connect is under way: {other:?}"),
+        }
+        drop(listener);
+        // The SYN's retransmission (about a second later) is refused.
+        let stream = TcpStream::from_std(std::net::TcpStream::from(socket)).unwrap();
+        stream.writable().await.unwrap();
+        let outcome = stream.take_error().unwrap();
+        assert_eq!(
+            outcome.map(|e| e.kind()),
+            Some(std::io::ErrorKind::ConnectionRefused),
+            "refused, not connected (peer: {:?})",
+            stream.peer_addr()
+        );
+    }
 }
