@@ -116,6 +116,10 @@ pub async fn serve(
     let draining = CancellationToken::new();
     let mut connections = JoinSet::new();
     let mut last_cap_warning: Option<Instant> = None;
+    let serving = |stream, peer, permit| {
+        let slot = Slot::new(permit, open.clone());
+        connection(stream, peer, router.clone(), limits, draining.clone(), slot)
+    };
     loop {
         // Finished connections are reaped here so the set stays small.
         while connections.try_join_next().is_some() {}
@@ -157,28 +161,14 @@ pub async fn serve(
                 }
             },
         };
-        connections.spawn(connection(
-            stream,
-            peer,
-            router.clone(),
-            limits,
-            draining.clone(),
-            Slot::new(Some(slot), open.clone()),
-        ));
+        connections.spawn(serving(stream, peer, Some(slot)));
     }
     // Each connection accepted from here on is answered once and closed;
     // none waits for a slot, since the listener's close would reset it.
-    let mut spawn = |stream: TcpStream, peer: SocketAddr| {
-        connections.spawn(connection(
-            stream,
-            peer,
-            router.clone(),
-            limits,
-            draining.clone(),
-            Slot::new(None, open.clone()),
-        ));
-    };
-    close_without_reset(listener, &mut spawn).await;
+    close_without_reset(listener, &mut |stream, peer| {
+        connections.spawn(serving(stream, peer, None));
+    })
+    .await;
     draining.cancel();
     while connections.join_next().await.is_some() {}
 }
@@ -384,25 +374,48 @@ mod tests {
         panic!("open connections stayed at {}, not {count}", open.get());
     }
 
-    #[tokio::test]
-    async fn connections_the_kernel_queued_are_answered_when_the_listener_closes() {
+    /// A server on a loopback port answering `hello` at `/`, without
+    /// linger, stopped by cancelling `stop`.
+    struct Running {
+        addr: SocketAddr,
+        open: Gauge,
+        stop: CancellationToken,
+        task: tokio::task::JoinHandle<()>,
+    }
+
+    fn start(max_connections: usize) -> Running {
         let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let addr = listener.local_addr().unwrap();
         let router = Router::new().route("/", get(|| async { "hello" }));
-        let open = Gauge::default();
         let limits = ConnectionLimits {
             header_read_timeout: Duration::from_secs(30),
-            max_connections: 1,
+            max_connections,
             idle_linger: Duration::ZERO,
         };
-        let stop = CancellationToken::new();
-        let server = tokio::spawn(serve(
+        let (open, stop) = (Gauge::default(), CancellationToken::new());
+        let task = tokio::spawn(serve(
             listener,
             router,
             limits,
             open.clone(),
             stop.clone().cancelled_owned(),
         ));
+        Running {
+            addr,
+            open,
+            stop,
+            task,
+        }
+    }
+
+    #[tokio::test]
+    async fn connections_the_kernel_queued_are_answered_when_the_listener_closes() {
+        let Running {
+            addr,
+            open,
+            stop,
+            task: server,
+        } = start(1);
         // An idle connection holds the only slot ...
         let holder = TcpStream::connect(addr).await.unwrap();
         open_reaches(&open, 1).await;
@@ -441,23 +454,12 @@ mod tests {
     async fn a_connection_taken_at_the_close_is_answered_even_without_linger() {
         // No cap reached, no linger: a connection accepted as the drain
         // starts, whose request has not been read yet, is still answered.
-        let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let router = Router::new().route("/", get(|| async { "hello" }));
-        let limits = ConnectionLimits {
-            header_read_timeout: Duration::from_secs(30),
-            max_connections: 8,
-            idle_linger: Duration::ZERO,
-        };
-        let stop = CancellationToken::new();
-        let open = Gauge::default();
-        let server = tokio::spawn(serve(
-            listener,
-            router,
-            limits,
-            open.clone(),
-            stop.clone().cancelled_owned(),
-        ));
+        let Running {
+            addr,
+            open,
+            stop,
+            task: server,
+        } = start(8);
         // A kept-alive connection that was used once: the drain closes it
         // as idle at once, which tells the test the drain has begun.
         let mut used = TcpStream::connect(addr).await.unwrap();
