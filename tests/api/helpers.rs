@@ -190,6 +190,17 @@ impl Resp {
     }
 }
 
+/// Whether a connection to `addr` is refused now. A stopping server first
+/// drops new connection requests (their `SYN` is answered only when sent
+/// again, about a second later, by then with a refusal): an attempt not
+/// answered within a moment counts as not refused yet, and is abandoned.
+pub(crate) async fn refuses_connections(addr: SocketAddr) -> bool {
+    match tokio::time::timeout(Duration::from_millis(20), TcpStream::connect(addr)).await {
+        Ok(Ok(_)) | Err(_) => false,
+        Ok(Err(error)) => error.kind() == std::io::ErrorKind::ConnectionRefused,
+    }
+}
+
 pub(crate) async fn send(addr: SocketAddr, request: Req<'_>) -> Resp {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let mut raw = format!(

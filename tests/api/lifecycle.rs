@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::helpers::{BEARER, Options, Req, spawn_app};
+use crate::helpers::{BEARER, Options, Req, refuses_connections, spawn_app};
 
 #[tokio::test]
 async fn readiness_reports_draining_during_shutdown() {
@@ -51,7 +51,7 @@ async fn a_stuck_client_cannot_hold_the_shutdown_past_the_grace_period() {
 
     app.shutdown.cancel();
     // Draining once the listener is gone.
-    while TcpStream::connect(app.addr).await.is_ok() {
+    while !refuses_connections(app.addr).await {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // The drain waits for an in-flight request: it is answered.

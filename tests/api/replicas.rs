@@ -97,7 +97,7 @@ fn tools_call(name: &str, arguments: Value) -> String {
 /// Waits (at most 10 s) until the server no longer accepts connections.
 async fn until_listener_closed(addr: SocketAddr) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(addr).await.is_ok() {
+    while !crate::helpers::refuses_connections(addr).await {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the listener did not close"
@@ -665,6 +665,16 @@ async fn a_role_or_mount_change_through_one_server_is_obeyed_by_the_other_withou
     }
 }
 
+/// A raw `POST /mcp` of `body`, as a client sends it.
+fn mcp_post(body: &str) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-ACDM-Service-Auth: {TOKEN}\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
 /// Sends `request` on `stream` (kept alive) and reads one answer: its
 /// status and body (by `Content-Length`).
 async fn exchange(stream: &mut TcpStream, request: &str) -> (u16, String) {
@@ -708,15 +718,32 @@ async fn an_mcp_call_on_an_idle_connection_after_the_listener_closed_is_answered
     app.shutdown.cancel();
     until_listener_closed(app.addr).await;
     let body = tools_call("acdm_search_wiki", json!({"query": "report"}));
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-ACDM-Service-Auth: {TOKEN}\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let (status, answer) = exchange(&mut idle, &request).await;
+    let (status, answer) = exchange(&mut idle, &mcp_post(&body)).await;
     assert_eq!(status, 200, "{answer}");
     let answer: Value = serde_json::from_str(&answer).unwrap();
     assert_eq!(answer["result"]["isError"], false, "{answer}");
+    stopped(app).await;
+}
+
+#[tokio::test]
+async fn an_mcp_call_on_a_connection_opened_before_the_stop_is_answered_without_a_prestop() {
+    // No pre-stop delay, so no linger for used connections; a connection
+    // that had not sent a request when the drain began (one the server
+    // took from its listen queue at the close, typically) still has its
+    // call answered, by rmcp too (`tools/list` does not take the direct
+    // path), rather than abandoned by the MCP drain.
+    let app = spawn_app(Options::default()).await;
+    let mut fresh = TcpStream::connect(app.addr).await.unwrap();
+    app.shutdown.cancel();
+    until_listener_closed(app.addr).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let (status, answer) = exchange(&mut fresh, &mcp_post(&body)).await;
+    assert_eq!(status, 200, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(
+        answer["result"]["tools"].as_array().map(Vec::len),
+        Some(4),
+        "{answer}"
+    );
     stopped(app).await;
 }

@@ -158,7 +158,8 @@ impl AppState {
                 max_bytes: config.mcp_max_read_bytes,
             },
             stopped: stopped.clone(),
-            linger: idle_linger(config),
+            // Until no connection can bring a call any more.
+            linger: connection_limits(config).last_request_after_stop(),
             limits: ToolLimits {
                 limiter: limits.clone(),
                 per_tool: config.mcp_tool_rate(),
@@ -445,11 +446,7 @@ impl Application {
             prestop: config.shutdown_prestop,
             skip_prestop: Arc::default(),
             grace: config.shutdown_grace,
-            limits: ConnectionLimits {
-                header_read_timeout: config.header_read_timeout,
-                max_connections: config.max_connections,
-                idle_linger: idle_linger(config),
-            },
+            limits: connection_limits(config),
         })
     }
 
@@ -635,12 +632,17 @@ const PERIODIC_STOP: Duration = Duration::from_secs(2);
 /// The longest an idle connection stays open once the listener closed.
 const IDLE_LINGER: Duration = Duration::from_secs(1);
 
-/// How long idle kept-alive connections stay open once the listener
-/// closed: behind a load balancer (a pre-stop delay is set), a second for
-/// the balancer to use them once more or drop them before the server
-/// closes them; none otherwise.
-fn idle_linger(config: &Config) -> Duration {
-    config.shutdown_prestop.min(IDLE_LINGER)
+/// The connection loop's bounds. Idle kept-alive connections stay open
+/// once the listener closed: behind a load balancer (a pre-stop delay is
+/// set), a second for the balancer to use them once more or drop them
+/// before the server closes them; otherwise not at all, unless they have
+/// not sent a request yet ([`server`]).
+fn connection_limits(config: &Config) -> ConnectionLimits {
+    ConnectionLimits {
+        header_read_timeout: config.header_read_timeout,
+        max_connections: config.max_connections,
+        idle_linger: config.shutdown_prestop.min(IDLE_LINGER),
+    }
 }
 
 /// How often the reconciler runs after its first round at start-up.

@@ -29,22 +29,23 @@
 //!   connection still in its accept queue, and a balancer that had sent a
 //!   `POST` on one cannot tell whether it was served, so it answers `502`
 //!   rather than trying another replica. So new handshakes are stopped
-//!   first (a socket filter drops new `SYN`s; their retransmission, a
-//!   second later, finds the port closed and is refused, which a balancer
-//!   retries elsewhere), what completes within [`HANDSHAKE_SETTLE`] is
-//!   accepted, then everything still queued — past the connection cap if
-//!   need be — and only then is the listener closed. Every connection is
-//!   then served until it closes: the server's responses now ask their
-//!   clients to close
-//!   (`Connection: close`, set by the drain middleware), so a connection
-//!   ends after its next response. One that stays idle is closed by the
-//!   server after [`ConnectionLimits::idle_linger`]: a load balancer that
-//!   holds kept-alive connections may pick one at any moment, and a
-//!   request sent on a connection just as the server closes it fails —
-//!   a lingering connection is used once more (and answered) or closed by
-//!   its client instead. The loop returns once all are gone. The caller
-//!   bounds this by the grace period and drops the loop's future, which
-//!   aborts every connection still open.
+//!   first (on Linux, a socket filter drops new `SYN`s; their
+//!   retransmission, a second later, finds the port closed and is
+//!   refused, which a balancer retries elsewhere), what completes within
+//!   [`HANDSHAKE_SETTLE`] is accepted, then everything still queued —
+//!   past the connection cap if need be — and only then is the listener
+//!   closed. Every connection is then served until it closes: the
+//!   server's responses now ask their clients to close (`Connection:
+//!   close`, set by the drain middleware), so a connection ends after its
+//!   next response. One that stays idle is closed by the server after
+//!   [`ConnectionLimits::idle_linger`] (one that has not sent a request
+//!   yet, after a second at least): a load balancer that holds kept-alive
+//!   connections may pick one at any moment, and a request sent on a
+//!   connection just as the server closes it fails — a lingering
+//!   connection is used once more (and answered) or closed by its client
+//!   instead. The loop returns once all are gone. The caller bounds this
+//!   by the grace period and drops the loop's future, which aborts every
+//!   connection still open.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -75,6 +76,17 @@ pub struct ConnectionLimits {
     /// Once the listener has closed, how long an idle connection stays open
     /// for its client to use once more or to close it.
     pub idle_linger: Duration,
+}
+
+impl ConnectionLimits {
+    /// How long after the stop signal a connection may still bring a new
+    /// request: connections completing their handshake during
+    /// [`HANDSHAKE_SETTLE`], then the longer of the idle linger and the
+    /// wait for a first request. Whatever counts calls in flight to end a
+    /// drain (the MCP endpoint's) must wait this long first.
+    pub fn last_request_after_stop(&self) -> Duration {
+        HANDSHAKE_SETTLE + self.idle_linger.max(FIRST_REQUEST_WAIT)
+    }
 }
 
 /// The listen backlog asked for: connections the kernel holds while the
@@ -194,7 +206,8 @@ async fn close_without_reset(listener: TcpListener, spawn: &mut impl FnMut(TcpSt
                 };
                 match accepted {
                     Ok((stream, peer)) => spawn(stream, peer),
-                    Err(error) if is_connection_error(&error) => {}
+                    Err(error) if concerns_one_connection(&error) => {}
+                    // Out of descriptors, say: what is queued is taken below.
                     Err(_) => break,
                 }
             }
@@ -219,10 +232,12 @@ async fn close_without_reset(listener: TcpListener, spawn: &mut impl FnMut(TcpSt
                     spawn(stream, peer);
                 }
             }
-            Err(error)
-                if is_connection_error(&error)
-                    || error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
+            Err(error) if concerns_one_connection(&error) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(error) => {
+                tracing::warn!(%error, "cannot take the connections still queued; closing the listener resets them");
+                break;
+            }
         }
     }
 }
@@ -332,7 +347,7 @@ async fn connection(
                 // until its client closes it.
                 result = conn.as_mut() => result,
                 () = tokio::time::sleep(linger) => {
-                    // A request under way is finished first.
+                    // A request being answered is finished first.
                     conn.as_mut().graceful_shutdown();
                     conn.await
                 }
@@ -343,6 +358,21 @@ async fn connection(
         // Timeouts, resets and malformed requests: the client's doing.
         tracing::debug!(%error, %peer, "connection ended with an error");
     }
+}
+
+/// Errors of `accept` that concern the connection it was taking (Linux
+/// passes a connection's network errors on to `accept`) or the call: the
+/// next one can go on.
+fn concerns_one_connection(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    is_connection_error(error)
+        || matches!(
+            error.kind(),
+            ErrorKind::Interrupted
+                | ErrorKind::NetworkDown
+                | ErrorKind::NetworkUnreachable
+                | ErrorKind::HostUnreachable
+        )
 }
 
 /// Errors that concern one connection only; the next accept can go on.
@@ -451,9 +481,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_connection_taken_at_the_close_is_answered_even_without_linger() {
-        // No cap reached, no linger: a connection accepted as the drain
-        // starts, whose request has not been read yet, is still answered.
+    async fn a_connection_without_a_request_when_the_drain_begins_is_still_answered() {
+        // No cap reached, no linger: a connection that has not sent its
+        // request when the drain begins (as one taken from the queue at
+        // the close) is still answered when it does.
         let Running {
             addr,
             open,
@@ -514,7 +545,7 @@ mod tests {
         .unwrap();
         socket.set_nonblocking(true).unwrap();
         match socket.connect(&addr.into()) {
-            Err(error) if error.raw_os_error() == Some(115) => {} // EINPROGRESS
+            Err(error) if error.raw_os_error() == Some(libc::EINPROGRESS) => {}
             other => panic!("a non-blocking connect is under way: {other:?}"),
         }
         drop(listener);

@@ -58,8 +58,9 @@ pub struct McpSettings {
     /// first; then open streams end, so the drain cannot hang on them (the
     /// caller bounds the whole drain).
     pub stopped: CancellationToken,
-    /// How long the server keeps idle connections open once it stopped
-    /// taking new ones.
+    /// How long after `stopped` the server's connections may still bring
+    /// a new call (idle connections lingering, connections taken from the
+    /// listener's queue waiting for their first request).
     pub linger: Duration,
     /// Each tool's rate limit.
     pub limits: ToolLimits,
