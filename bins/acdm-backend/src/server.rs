@@ -177,7 +177,7 @@ pub async fn serve(
     }
     // Each connection accepted from here on is answered once and closed;
     // none waits for a slot, since the listener's close would reset it.
-    close_without_reset(listener, &mut |stream, peer| {
+    close_without_reset(listener, |stream, peer| {
         connections.spawn(serving(stream, peer, None));
     })
     .await;
@@ -195,7 +195,7 @@ pub const HANDSHAKE_SETTLE: Duration = Duration::from_millis(100);
 /// [`HANDSHAKE_SETTLE`] and then everything still queued, and closes it.
 /// Where new handshakes cannot be stopped, takes what is queued and
 /// closes at once.
-async fn close_without_reset(listener: TcpListener, spawn: &mut impl FnMut(TcpStream, SocketAddr)) {
+async fn close_without_reset(listener: TcpListener, mut spawn: impl FnMut(TcpStream, SocketAddr)) {
     match refuse_new_handshakes(&listener) {
         Ok(()) => {
             let mut settled = pin!(tokio::time::sleep(HANDSHAKE_SETTLE));
@@ -206,7 +206,7 @@ async fn close_without_reset(listener: TcpListener, spawn: &mut impl FnMut(TcpSt
                 };
                 match accepted {
                     Ok((stream, peer)) => spawn(stream, peer),
-                    Err(error) if concerns_one_connection(&error) => {}
+                    Err(error) if is_connection_error(&error) => {}
                     // Out of descriptors, say: what is queued is taken below.
                     Err(_) => break,
                 }
@@ -232,7 +232,7 @@ async fn close_without_reset(listener: TcpListener, spawn: &mut impl FnMut(TcpSt
                     spawn(stream, peer);
                 }
             }
-            Err(error) if concerns_one_connection(&error) => {}
+            Err(error) if is_connection_error(&error) => {}
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
             Err(error) => {
                 tracing::warn!(%error, "cannot take the connections still queued; closing the listener resets them");
@@ -361,26 +361,19 @@ async fn connection(
 }
 
 /// Errors of `accept` that concern the connection it was taking (Linux
-/// passes a connection's network errors on to `accept`) or the call: the
-/// next one can go on.
-fn concerns_one_connection(error: &std::io::Error) -> bool {
-    use std::io::ErrorKind;
-    is_connection_error(error)
-        || matches!(
-            error.kind(),
-            ErrorKind::Interrupted
-                | ErrorKind::NetworkDown
-                | ErrorKind::NetworkUnreachable
-                | ErrorKind::HostUnreachable
-        )
-}
-
-/// Errors that concern one connection only; the next accept can go on.
+/// passes a connection's network errors on to `accept`) or the one call:
+/// the next accept can go on.
 fn is_connection_error(error: &std::io::Error) -> bool {
     use std::io::ErrorKind;
     matches!(
         error.kind(),
-        ErrorKind::ConnectionRefused | ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset
+        ErrorKind::ConnectionRefused
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::ConnectionReset
+            | ErrorKind::Interrupted
+            | ErrorKind::NetworkDown
+            | ErrorKind::NetworkUnreachable
+            | ErrorKind::HostUnreachable
     )
 }
 
