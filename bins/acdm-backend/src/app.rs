@@ -45,7 +45,7 @@ use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::config::Config;
-use crate::gate::{ServiceGate, service_gate};
+use crate::gate::ServiceGate;
 use crate::health::{self, Readiness};
 use crate::http;
 use crate::periodic::{Periodic, Round};
@@ -271,9 +271,10 @@ async fn openapi() -> Response {
 
 /// Adds the probes and the operator API to `routes` and puts everything
 /// under the global middleware. Outermost first: mark secret headers
-/// sensitive, request id, `Connection: close` while draining, request
-/// span, panic guard, metrics, service gate, body limit, the request's
-/// deadline. Routes merged after this would bypass the gate, so every route
+/// sensitive; the request id and `Connection: close` while draining
+/// ([`http::outer`]); the request span; the panic guard; then metrics,
+/// service gate, body limit and the request's deadline ([`http::edge`]).
+/// Routes merged after this would bypass the gate, so every route
 /// goes through here; the gate's bypass test calls it with recording routes.
 pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
     let mut routes = adapters
@@ -303,10 +304,9 @@ pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
         .layer(
             ServiceBuilder::new()
                 .layer(SetSensitiveRequestHeadersLayer::new(sensitive))
-                .layer(axum::middleware::from_fn(http::request_id))
                 .layer(axum::middleware::from_fn_with_state(
                     state.readiness.clone(),
-                    health::close_while_draining,
+                    http::outer,
                 ))
                 .layer(
                     TraceLayer::new_for_http()
@@ -317,20 +317,13 @@ pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
                 )
                 .layer(CatchPanicLayer::custom(http::panic_response))
                 .layer(axum::middleware::from_fn_with_state(
-                    state.http_metrics.clone(),
-                    http::count,
-                ))
-                .layer(axum::middleware::from_fn_with_state(
-                    state.gate.clone(),
-                    service_gate,
-                ))
-                .layer(axum::middleware::from_fn_with_state(
-                    state.max_request_bytes,
-                    http::limit_body,
-                ))
-                .layer(axum::middleware::from_fn_with_state(
-                    state.budget,
-                    http::deadline,
+                    http::Edge {
+                        metrics: state.http_metrics.clone(),
+                        gate: state.gate.clone(),
+                        max_request_bytes: state.max_request_bytes,
+                        budget: state.budget,
+                    },
+                    http::edge,
                 )),
         )
 }

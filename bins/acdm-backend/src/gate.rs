@@ -1,5 +1,5 @@
-//! The service gate (spec §3.1): one global middleware in front of every
-//! route.
+//! The service gate (spec §3.1): one check, made by the edge middleware
+//! (`http::edge`) in front of every route.
 //!
 //! Deny by default. Every path is gated except an exact list of open probe
 //! paths and the operator API (which has its own token). A gated request
@@ -23,9 +23,8 @@
 use acdm_bff::envelope::{Outcome, failure};
 use acdm_core::{ErrorCode, TokenDigest};
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::Response;
 
 /// `X-ACDM-Service-Auth`, as `http` spells header names (lowercase).
@@ -121,16 +120,17 @@ fn browser_refusal() -> Response {
     response
 }
 
-/// The middleware.
-pub async fn service_gate(State(gate): State<ServiceGate>, req: Request, next: Next) -> Response {
+/// The gate's decision on a request: `None` lets it through, `Some` is
+/// the refusal to answer instead.
+pub fn refusal_for(gate: &ServiceGate, req: &Request) -> Option<Response> {
     let has_origin = req.headers().contains_key(header::ORIGIN);
     match classify(req.uri().path()) {
-        PathClass::Open => next.run(req).await,
-        PathClass::Operator if has_origin => browser_refusal(),
-        PathClass::Operator | PathClass::Console => next.run(req).await,
-        PathClass::Gated if !gate.admits(req.headers()) => refusal(),
-        PathClass::Gated if has_origin => browser_refusal(),
-        PathClass::Gated => next.run(req).await,
+        PathClass::Open => None,
+        PathClass::Operator if has_origin => Some(browser_refusal()),
+        PathClass::Operator | PathClass::Console => None,
+        PathClass::Gated if !gate.admits(req.headers()) => Some(refusal()),
+        PathClass::Gated if has_origin => Some(browser_refusal()),
+        PathClass::Gated => None,
     }
 }
 

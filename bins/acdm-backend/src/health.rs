@@ -198,22 +198,3 @@ pub async fn readyz(State(readiness): State<Arc<Readiness>>) -> Response {
     };
     probe(status, report)
 }
-
-/// While the server drains, every response asks its client to close the
-/// connection (`Connection: close`), so a load balancer's kept-alive
-/// connections to this server end cleanly after their current request
-/// instead of being closed under a request it is about to send.
-pub async fn close_while_draining(
-    State(readiness): State<Arc<Readiness>>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let mut response = next.run(request).await;
-    if readiness.is_draining() {
-        response.headers_mut().insert(
-            axum::http::header::CONNECTION,
-            axum::http::HeaderValue::from_static("close"),
-        );
-    }
-    response
-}

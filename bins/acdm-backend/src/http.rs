@@ -23,6 +23,8 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use tracing::Span;
 use tracing::field::Empty;
 
+use crate::gate::ServiceGate;
+
 /// The request/response header carrying the request id.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -48,31 +50,95 @@ impl Budget {
     }
 }
 
-/// Gives the request its deadline: every upstream call it makes ends by
-/// it (`acdm_sources::deadline`), also when the work runs in another task
-/// (the MCP server's), which reads it from the request's extensions.
-pub async fn deadline(State(budget): State<Budget>, mut req: Request, next: Next) -> Response {
-    let deadline = tokio::time::Instant::now() + budget.for_request(req.headers());
-    req.extensions_mut()
-        .insert(acdm_sources::deadline::Deadline(deadline));
-    acdm_sources::deadline::within(deadline, next.run(req)).await
-}
-
+/// The outermost middleware: the request id and the drain's
+/// `Connection: close`.
+///
 /// Takes the caller's `X-Request-Id` when it is well-formed, else makes
-/// one; stores it in the request extensions and echoes it on the response.
-pub async fn request_id(mut req: Request, next: Next) -> Response {
+/// one; stores it in the request extensions (the request span reads it)
+/// and echoes it on the response. While the server drains, every response
+/// asks its client to close the connection, so a load balancer's
+/// kept-alive connections to this server end cleanly after their current
+/// request instead of being closed under a request it is about to send.
+pub async fn outer(
+    State(readiness): State<std::sync::Arc<crate::health::Readiness>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let id = req
         .headers()
         .get(&REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| RequestId::parse(v).ok())
         .unwrap_or_else(RequestId::random);
-    req.extensions_mut().insert(id.clone());
+    let echo = HeaderValue::from_str(id.as_str()).ok();
+    req.extensions_mut().insert(id);
     let mut response = next.run(req).await;
-    if let Ok(value) = HeaderValue::from_str(id.as_str()) {
+    if let Some(value) = echo {
         response.headers_mut().insert(REQUEST_ID, value);
     }
+    if readiness.is_draining() {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     response
+}
+
+/// What the edge middleware checks a request with.
+#[derive(Clone)]
+pub struct Edge {
+    /// Request counts and latencies.
+    pub metrics: HttpMetrics,
+    /// The service token.
+    pub gate: ServiceGate,
+    /// `ACDM_MAX_REQUEST_BYTES`.
+    pub max_request_bytes: usize,
+    /// The request's time budget.
+    pub budget: Budget,
+}
+
+/// The edge middleware, inside the request span, in this order: counts
+/// the request (refused ones included), the service gate, the body-size
+/// limit, and the request's deadline. One middleware rather than four:
+/// each layer of axum's `from_fn` clones its inner service and boxes a
+/// future per request.
+pub async fn edge(State(edge): State<Edge>, req: Request, next: Next) -> Response {
+    let counted = edge.metrics.start(req.uri().path());
+    let response = match edge.admit(req) {
+        Admitted::Run(req, deadline) => {
+            acdm_sources::deadline::within(deadline, next.run(req)).await
+        }
+        Admitted::Refused(refused) => refused,
+    };
+    edge.metrics.finish(counted, &response);
+    response
+}
+
+/// The edge's decision on a request.
+enum Admitted {
+    /// Run it, by this deadline.
+    Run(Request, tokio::time::Instant),
+    /// Answer this instead (the gate's or the body limit's refusal).
+    Refused(Response),
+}
+
+impl Edge {
+    fn admit(&self, req: Request) -> Admitted {
+        if let Some(refused) = crate::gate::refusal_for(&self.gate, &req) {
+            return Admitted::Refused(refused);
+        }
+        if let Some(refused) = body_too_large(self.max_request_bytes, &req) {
+            return Admitted::Refused(refused);
+        }
+        let mut req = limit_body(self.max_request_bytes, req);
+        // Every upstream call the request makes ends by its deadline
+        // (`acdm_sources::deadline`), also when the work runs in another
+        // task (the MCP server's), which reads it from the extensions.
+        let deadline = tokio::time::Instant::now() + self.budget.for_request(req.headers());
+        req.extensions_mut()
+            .insert(acdm_sources::deadline::Deadline(deadline));
+        Admitted::Run(req, deadline)
+    }
 }
 
 /// The request span: the request id, method and path (never the query or
@@ -251,53 +317,68 @@ fn surface(path: &str) -> &'static str {
     }
 }
 
-/// Counts every request (refused ones included: this runs outside the gate).
-pub async fn count(State(metrics): State<HttpMetrics>, req: Request, next: Next) -> Response {
-    let surface = surface(req.uri().path());
-    let op = (surface == "agent_tools").then(|| bff_op(req.uri().path()));
-    let started = std::time::Instant::now();
-    let response = next.run(req).await;
-    if let Some(op) = op {
-        metrics
-            .bff_operations
-            .get_or_create(&OperationLabels {
-                op,
-                outcome: outcome(&response),
-            })
-            .inc();
-        metrics
-            .bff_latency
-            .get_or_create(&OperationLabel { op })
-            .observe(started.elapsed().as_secs_f64());
-    }
-    let status = match response.status().as_u16() {
-        100..=199 => "1xx",
-        200..=299 => "2xx",
-        300..=399 => "3xx",
-        400..=499 => "4xx",
-        _ => "5xx",
-    };
-    metrics
-        .requests
-        .get_or_create(&SurfaceLabels { surface, status })
-        .inc();
-    metrics
-        .latency
-        .get_or_create(&SurfaceLabel { surface })
-        .observe(started.elapsed().as_secs_f64());
-    response
+/// A request being counted: its surface, its BFF operation, its start.
+struct Counted {
+    surface: &'static str,
+    op: Option<&'static str>,
+    started: std::time::Instant,
 }
 
-/// Refuses bodies larger than `max` bytes: at once when `Content-Length`
-/// says so, otherwise while the body is read (the extractor then answers
-/// `payload_too_large`).
-pub async fn limit_body(State(max): State<usize>, req: Request, next: Next) -> Response {
+impl HttpMetrics {
+    /// Starts counting a request to the raw `path`.
+    fn start(&self, path: &str) -> Counted {
+        let surface = surface(path);
+        Counted {
+            surface,
+            op: (surface == "agent_tools").then(|| bff_op(path)),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// Counts the request's `response` and its latency.
+    fn finish<B>(&self, counted: Counted, response: &HttpResponse<B>) {
+        let Counted {
+            surface,
+            op,
+            started,
+        } = counted;
+        let elapsed = started.elapsed().as_secs_f64();
+        if let Some(op) = op {
+            self.bff_operations
+                .get_or_create(&OperationLabels {
+                    op,
+                    outcome: outcome(response),
+                })
+                .inc();
+            self.bff_latency
+                .get_or_create(&OperationLabel { op })
+                .observe(elapsed);
+        }
+        let status = match response.status().as_u16() {
+            100..=199 => "1xx",
+            200..=299 => "2xx",
+            300..=399 => "3xx",
+            400..=499 => "4xx",
+            _ => "5xx",
+        };
+        self.requests
+            .get_or_create(&SurfaceLabels { surface, status })
+            .inc();
+        self.latency
+            .get_or_create(&SurfaceLabel { surface })
+            .observe(elapsed);
+    }
+}
+
+/// The refusal of a body that `Content-Length` says is larger than `max`
+/// bytes.
+fn body_too_large(max: usize, req: &Request) -> Option<Response> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
+    declared.filter(|n| *n > max as u64).map(|_| {
         let mut response = failure(
             ErrorCode::PayloadTooLarge,
             format!("the request body is larger than this server accepts ({max} bytes)"),
@@ -305,14 +386,15 @@ pub async fn limit_body(State(max): State<usize>, req: Request, next: Next) -> R
         response
             .extensions_mut()
             .insert(Outcome("payload_too_large"));
-        return response;
-    }
+        response
+    })
+}
+
+/// The request with its body cut off past `max` bytes: reading more fails
+/// (the extractor then answers `payload_too_large`).
+fn limit_body(max: usize, req: Request) -> Request {
     let (parts, body) = req.into_parts();
-    next.run(Request::from_parts(
-        parts,
-        Body::new(Limited::new(body, max)),
-    ))
-    .await
+    Request::from_parts(parts, Body::new(Limited::new(body, max)))
 }
 
 /// The answer when a handler panics: an `internal_error` envelope. The

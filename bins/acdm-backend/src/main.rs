@@ -33,7 +33,8 @@ async fn main() -> ExitCode {
     };
     let command = cli.command.unwrap_or(Command::Serve);
     let serving = matches!(command, Command::Serve | Command::Demo);
-    telemetry::init(&config.log(), if serving { "info" } else { "warn" });
+    // Dropped when `main` returns: writes the last log lines.
+    let _log = telemetry::init(&config.log(), if serving { "info" } else { "warn" });
     let result = match command {
         Command::Serve => acdm_backend::app::serve(&config, |_| {}).await,
         Command::Demo => acdm_backend::demo::run(&config).await,

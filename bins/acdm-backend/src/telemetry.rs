@@ -8,7 +8,9 @@ use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
+mod batch;
 mod json;
+pub use batch::{Batched, Flush};
 pub use json::JsonLines;
 
 use crate::config::{LogFormat, LogSettings};
@@ -50,8 +52,11 @@ fn filter(settings: &LogSettings, default: &str) -> EnvFilter {
 
 /// Installs the global subscriber. `default` is the filter when neither
 /// `ACDM_LOG` nor `RUST_LOG` is set (`info` for the server, `warn` for
-/// one-shot commands).
-pub fn init(settings: &LogSettings, default: &str) {
+/// one-shot commands). JSON lines are written in batches by a thread of
+/// their own ([`Batched`]): keep the returned guard until the process
+/// ends, so that its drop writes the last of them.
+#[must_use = "dropping the guard stops batching; keep it until the process ends"]
+pub fn init(settings: &LogSettings, default: &str) -> Option<Flush> {
     let json = match settings.format {
         LogFormat::Json => true,
         LogFormat::Pretty => false,
@@ -60,15 +65,26 @@ pub fn init(settings: &LogSettings, default: &str) {
     let filter = filter(settings, default);
     // A second initialisation (tests) keeps the first subscriber.
     if json {
-        let _ = tracing_subscriber::registry()
+        let Ok((batched, flush)) = Batched::spawn(std::io::stderr()) else {
+            // No thread for the writer: each line written by its logger.
+            let _ = tracing_subscriber::registry()
+                .with(filter)
+                .with(JsonLines::new(std::io::stderr))
+                .try_init();
+            return None;
+        };
+        tracing_subscriber::registry()
             .with(filter)
-            .with(JsonLines::new(std::io::stderr))
-            .try_init();
+            .with(JsonLines::new(batched))
+            .try_init()
+            .ok()
+            .map(|()| flush)
     } else {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
             .try_init();
+        None
     }
 }
 

@@ -28,10 +28,10 @@ use acdm_core::{AbsPath, ErrorCode, RelPath, ToolResponse, UserId};
 use acdm_journal::{Change, Journal, JournalError, Record};
 use acdm_sources::{FileReader, SourceError};
 use acdm_store::{CalendarItem, Page, Store};
+use axum::Router;
 use axum::extract::{FromRequest, Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Extension, Router};
 use base64::Engine;
 use bytes::Bytes;
 use chrono::{DateTime, FixedOffset, TimeDelta, Utc};
@@ -101,7 +101,7 @@ struct Ctx {
 async fn dispatch(
     State(state): State<BusinessState>,
     Path(op): Path<String>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     req: Request,
 ) -> Response {
     let op = match op.parse::<BusinessOp>() {

@@ -29,9 +29,19 @@ tokio::task_local! {
 /// Middleware: makes the request's id (set by the binary's request-id
 /// layer) the one [`internal_message`] names, for the whole handler.
 pub async fn request_scope(req: Request, next: Next) -> Response {
-    match req.extensions().get::<RequestId>().cloned() {
-        Some(id) => REQUEST_ID.scope(id, next.run(req)).await,
-        None => next.run(req).await,
+    let id = req.extensions().get::<RequestId>().cloned();
+    in_request_scope(id, next.run(req)).await
+}
+
+/// Runs `handling` with `id` as the request id [`internal_message`] names:
+/// [`request_scope`] for a middleware that has its own work to do.
+pub(crate) async fn in_request_scope<F: Future<Output = Response>>(
+    id: Option<RequestId>,
+    handling: F,
+) -> Response {
+    match id {
+        Some(id) => REQUEST_ID.scope(id, handling).await,
+        None => handling.await,
     }
 }
 

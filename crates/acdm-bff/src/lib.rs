@@ -54,5 +54,4 @@ pub fn agent_tools(
             pipeline,
             pipeline::agent_pipeline,
         ))
-        .route_layer(axum::middleware::from_fn(envelope::request_scope))
 }

@@ -21,10 +21,10 @@ use acdm_journal::{Journal, JournalError, Record};
 use acdm_sources::render::{past_the_end, render};
 use acdm_sources::{ETag, Entry, FileReader, FileSearch, ReadRange, SourceError};
 use acdm_store::Store;
+use axum::Router;
 use axum::extract::{FromRequest, Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Extension, Router};
 use base64::Engine;
 use bytes::Bytes;
 use serde::Serialize;
@@ -65,9 +65,13 @@ impl Default for NcLimits {
     }
 }
 
-/// What the nc operations need.
+/// What the nc operations need; shared, so a request's copy is one
+/// reference count, not a clone of every field.
 #[derive(Clone)]
-pub struct NcState {
+pub struct NcState(Arc<NcFields>);
+
+/// The fields of [`NcState`].
+struct NcFields {
     store: Store,
     /// Reads only: every change goes through the journal.
     files: Arc<dyn FileReader>,
@@ -75,6 +79,8 @@ pub struct NcState {
     journal: Journal,
     switch: KillSwitch,
     limits: NcLimits,
+    /// The backend's trash folder under the files base.
+    trash: AbsPath,
 }
 
 impl NcState {
@@ -86,14 +92,15 @@ impl NcState {
         switch: KillSwitch,
         limits: NcLimits,
     ) -> Self {
-        Self {
+        Self(Arc::new(NcFields {
             store: journal.store().clone(),
             files: journal.files().clone(),
+            trash: trash_root(journal.files_base()),
             search,
             journal,
             switch,
             limits,
-        }
+        }))
     }
 }
 
@@ -107,7 +114,7 @@ pub(crate) fn routes(state: NcState) -> Router {
 
 /// One call: the state, the caller and the actor its writes record.
 struct Ctx {
-    state: NcState,
+    state: Arc<NcFields>,
     actor: Actor,
     caller: Caller,
 }
@@ -121,7 +128,7 @@ fn ok<T: Serialize>(data: T, message: impl Into<String>) -> Reply {
 async fn dispatch(
     State(state): State<NcState>,
     Path(op): Path<String>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     req: Request,
 ) -> Response {
     let op = match op.parse::<NcOp>() {
@@ -140,7 +147,7 @@ async fn dispatch(
         return refused.into_response();
     }
     let ctx = Ctx {
-        state,
+        state: state.0,
         actor: caller.actor(),
         caller,
     };
@@ -229,8 +236,8 @@ impl Ctx {
         let abs = mount.root.join(&rel);
         // Neither inside the trash nor a folder holding it (a mount rooted
         // above the files base must not move or list every trash).
-        let trash = trash_root(self.state.journal.files_base());
-        if trash.contains(&abs) || abs.contains(&trash) {
+        let trash = &self.state.trash;
+        if trash.contains(&abs) || abs.contains(trash) {
             return Err(Failure::new(
                 ErrorCode::PermissionDenied,
                 format!("{field}: this path lies in the backend's trash"),
@@ -294,7 +301,7 @@ impl Ctx {
     }
 
     fn hidden(&self, abs: &AbsPath) -> bool {
-        trash_root(self.state.journal.files_base()).contains(abs)
+        self.state.trash.contains(abs)
     }
 
     /// A failure for a file-store error about `shown` (mount-relative), in

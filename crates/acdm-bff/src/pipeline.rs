@@ -184,6 +184,26 @@ impl Caller {
     }
 }
 
+/// A handler takes the [`Caller`] the pipeline stored, moving it out of
+/// the request rather than cloning it.
+impl<S: Sync> axum::extract::FromRequestParts<S> for Caller {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Response> {
+        parts.extensions.remove::<Caller>().ok_or_else(|| {
+            tracing::error!("a handler behind the agent pipeline found no caller");
+            Failure::new(
+                ErrorCode::InternalError,
+                crate::envelope::internal_message(),
+            )
+            .into_response()
+        })
+    }
+}
+
 #[derive(Serialize)]
 struct MissingHeaders {
     missing: Vec<&'static str>,
@@ -230,13 +250,19 @@ pub fn identity_from(headers: &HeaderMap) -> Result<Identity, Failure> {
     })
 }
 
-/// The middleware: identity, actor, scope. Fills the request span's
-/// `agent`, `user`, `thread` and `project`.
+/// The middleware: identity, actor, scope, under the request's id for
+/// `internal_error` messages ([`crate::envelope::request_scope`]). Fills
+/// the request span's `agent`, `user`, `thread` and `project`.
 pub async fn agent_pipeline(
     State(state): State<PipelineState>,
-    mut req: Request,
+    req: Request,
     next: Next,
 ) -> Response {
+    let id = req.extensions().get::<acdm_core::RequestId>().cloned();
+    crate::envelope::in_request_scope(id, admit(state, req, next)).await
+}
+
+async fn admit(state: PipelineState, mut req: Request, next: Next) -> Response {
     let identity = match identity_from(req.headers()) {
         Ok(identity) => identity,
         Err(failure) => return failure.into_response(),

@@ -32,11 +32,11 @@ use acdm_core::project::{
 use acdm_core::{ErrorCode, ToolResponse};
 use acdm_journal::{Change, Journal, JournalError, Record};
 use acdm_store::{JournalStamp, Store};
+use axum::Router;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, any};
-use axum::{Extension, Router};
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::Serialize;
 use serde_json::json;
@@ -144,9 +144,7 @@ pub(crate) fn routes(state: ProjectState) -> Router {
 
 fn endpoint(op: ProjectOp) -> MethodRouter<ProjectState> {
     any(
-        move |State(state): State<ProjectState>,
-              Extension(caller): Extension<Caller>,
-              req: Request| async move {
+        move |State(state): State<ProjectState>, caller: Caller, req: Request| async move {
             dispatch(state, op, caller, req)
                 .await
                 .unwrap_or_else(IntoResponse::into_response)

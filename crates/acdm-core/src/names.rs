@@ -101,8 +101,19 @@ pub(crate) fn check_segment(segment: &str) -> Result<(), SegmentError> {
             max: MAX_SEGMENT_BYTES,
         });
     }
-    let lower = segment.to_lowercase();
-    if lower == ".htaccess" || lower.ends_with(".part") || lower.ends_with(".filepart") {
+    // ASCII is compared without a lowercased copy; other text is
+    // lowercased as Unicode does it.
+    let is_reserved = if segment.is_ascii() {
+        let ends_with = |suffix: &str| {
+            segment.len() >= suffix.len()
+                && segment[segment.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+        };
+        segment.eq_ignore_ascii_case(".htaccess") || ends_with(".part") || ends_with(".filepart")
+    } else {
+        let lower = segment.to_lowercase();
+        lower == ".htaccess" || lower.ends_with(".part") || lower.ends_with(".filepart")
+    };
+    if is_reserved {
         return Err(SegmentError::Reserved);
     }
     Ok(())
@@ -527,6 +538,19 @@ mod tests {
         check_project_name("a\u{2215}b", Err(Lookalike));
         check_project_name("\u{FF0E}\u{FF0E}", Err(Lookalike));
         check_project_name(".htaccess", Err(Reserved));
+        for reserved in [
+            ".HTACCESS",
+            "a.PART",
+            "a.FilePart",
+            "x.part",
+            "\u{e9}.PART",
+            "\u{e9}.htaccess.part",
+        ] {
+            assert_eq!(check_segment(reserved), Err(Reserved), "{reserved}");
+        }
+        for fine in ["part", "a.parts", "filepart.md", "\u{e9}.md", "htaccess"] {
+            assert_eq!(check_segment(fine), Ok(()), "{fine}");
+        }
         // The trash and every other hidden folder beside the projects.
         check_project_name(".acdm-trash", Err(Hidden));
         check_project_name(".ACDM-TRASH", Err(Hidden));

@@ -70,18 +70,26 @@ pub(crate) fn is_lookalike_separator(c: char) -> bool {
 
 /// NFC form of `s`, the form Nextcloud stores and compares.
 pub(crate) fn nfc(s: &str) -> String {
+    // ASCII text is its own NFC (and NFKC) form: no decomposition or
+    // composition touches it, so the usual path skips the tables.
+    if s.is_ascii() {
+        return s.to_owned();
+    }
     s.nfc().collect()
 }
 
 /// True when the NFKC form of `segment` contains a separator or trims to a
 /// dot name: `．．`, `‥`, `﹒﹒` and `／` all become traversal under NFKC.
 pub(crate) fn folds_to_traversal(segment: &str) -> bool {
-    let folded: String = segment.nfkc().collect();
-    if folded.contains('/') || folded.contains('\\') {
-        return true;
+    fn traversal(folded: &str) -> bool {
+        let trimmed = folded.trim();
+        folded.contains(['/', '\\']) || trimmed == "." || trimmed == ".."
     }
-    let trimmed = folded.trim();
-    trimmed == "." || trimmed == ".."
+    // ASCII text is its own NFKC form.
+    if segment.is_ascii() {
+        return traversal(segment);
+    }
+    traversal(&segment.nfkc().collect::<String>())
 }
 
 /// True when `s` contains something a decoder would turn into another
@@ -106,6 +114,34 @@ pub(crate) fn looks_percent_encoded(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The ASCII shortcuts give what the normalisation tables give: every
+    /// ASCII character alone, around dots and between slashes.
+    #[test]
+    fn ascii_text_takes_the_shortcut_to_the_same_answers() {
+        let mut inputs: Vec<String> = (0u8..128).map(|b| char::from(b).to_string()).collect();
+        for b in 0u8..128 {
+            let c = char::from(b);
+            inputs.extend([
+                format!("{c}."),
+                format!(".{c}."),
+                format!("a{c}b/{c}"),
+                format!(" ..{c}"),
+            ]);
+        }
+        inputs.extend([". .", " .. ", "..", ".", "a\\b", "a/b", "plain.md"].map(String::from));
+        for input in &inputs {
+            assert!(input.is_ascii());
+            assert_eq!(nfc(input), input.nfc().collect::<String>(), "{input:?}");
+            let folded: String = input.nfkc().collect();
+            let by_table =
+                folded.contains(['/', '\\']) || folded.trim() == "." || folded.trim() == "..";
+            assert_eq!(folds_to_traversal(input), by_table, "{input:?}");
+        }
+        // Outside ASCII the tables still decide.
+        assert!(folds_to_traversal("\u{ff0e}\u{ff0e}"));
+        assert_eq!(nfc("e\u{301}"), "\u{e9}");
+    }
 
     /// The characters a class body such as [`forbidden_class!`] names.
     fn class_members(class: &str) -> Vec<(char, char)> {
