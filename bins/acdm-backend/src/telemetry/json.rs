@@ -52,6 +52,40 @@ impl SpanFields {
     }
 }
 
+/// Appends `at` as UTC in the form `2026-11-26T04:01:35.354907Z`
+/// (microseconds), as `chrono`'s `%Y-%m-%dT%H:%M:%S%.6fZ` writes it,
+/// without parsing a format string per line. A time before 1970 is
+/// written as 1970's first microsecond.
+fn push_timestamp(out: &mut Vec<u8>, at: std::time::SystemTime) {
+    let since = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let seconds = since.as_secs();
+    let (days, second_of_day) = (seconds / 86_400, seconds % 86_400);
+    // Days to a civil date (H. Hinnant's `civil_from_days`, for days from
+    // 1970-01-01 on).
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    let _ = write!(
+        out,
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        second_of_day / 3600,
+        second_of_day / 60 % 60,
+        second_of_day % 60,
+        since.subsec_micros()
+    );
+}
+
 /// Appends `text` as a JSON string (quoted and escaped).
 fn push_str(out: &mut Vec<u8>, text: &str) {
     // Writing to a Vec cannot fail.
@@ -223,13 +257,9 @@ where
             // target and level here, not `log`.
             let normalized = event.normalized_metadata();
             let metadata = normalized.as_ref().unwrap_or_else(|| event.metadata());
-            let now = chrono::Utc::now();
-            let _ = write!(
-                out,
-                r#"{{"timestamp":"{}","level":"{}""#,
-                now.format("%Y-%m-%dT%H:%M:%S%.6fZ"),
-                metadata.level()
-            );
+            out.extend_from_slice(br#"{"timestamp":""#);
+            push_timestamp(out, std::time::SystemTime::now());
+            let _ = write!(out, r#"","level":"{}""#, metadata.level());
             event.record(&mut EventVisitor {
                 out,
                 scratch: String::new(),
@@ -275,6 +305,35 @@ mod tests {
     use tracing_subscriber::layer::SubscriberExt;
 
     use super::*;
+
+    #[test]
+    fn timestamps_are_what_chronos_format_writes() {
+        let mut instants = vec![
+            0,
+            951_782_400,     // 2000-02-29
+            1_709_164_800,   // 2024-02-29
+            4_107_542_399,   // 2100-02-28T23:59:59
+            4_107_542_400,   // 2100-03-01
+            253_402_300_799, // 9999-12-31T23:59:59
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            instants.push(seed % 253_402_300_800);
+        }
+        for (n, seconds) in instants.into_iter().enumerate() {
+            let micros = u32::try_from(n * 7919 % 1_000_000).unwrap();
+            let at = std::time::UNIX_EPOCH + std::time::Duration::new(seconds, micros * 1000 + 999);
+            let mut ours = Vec::new();
+            push_timestamp(&mut ours, at);
+            let expected = chrono::DateTime::<chrono::Utc>::from(at)
+                .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+                .to_string();
+            assert_eq!(String::from_utf8(ours).unwrap(), expected, "{seconds}");
+        }
+    }
 
     #[derive(Clone, Default)]
     struct Capture(Arc<Mutex<Vec<u8>>>);
