@@ -147,8 +147,7 @@ pub fn make_span(req: &Request) -> Span {
     let request_id = req
         .extensions()
         .get::<RequestId>()
-        .map_or("", RequestId::as_str)
-        .to_owned();
+        .map_or("", RequestId::as_str);
     tracing::info_span!(
         "request",
         request_id = %request_id,

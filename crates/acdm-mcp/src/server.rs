@@ -384,7 +384,7 @@ impl KnowledgeServer {
         span.record("outcome", label);
         span.record("latency_ms", elapsed.as_secs_f64() * 1000.0);
         span.in_scope(|| tracing::info!("tool call finished"));
-        Ok(result_of(&outcome).into())
+        Ok(result_of(outcome).into())
     }
 
     async fn dispatch(
@@ -422,12 +422,11 @@ fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, Failure> {
     })
 }
 
-fn result_of(outcome: &Result<Success, Failure>) -> CallToolResult {
+fn result_of(outcome: Result<Success, Failure>) -> CallToolResult {
     match outcome {
         Ok(success) => {
-            let mut result =
-                CallToolResult::success(vec![ContentBlock::text(success.text.clone())]);
-            result.structured_content = Some(success.structured.clone());
+            let mut result = CallToolResult::success(vec![ContentBlock::text(success.text)]);
+            result.structured_content = Some(success.structured);
             result
         }
         Err(failure) => {
