@@ -26,8 +26,8 @@ tokio::task_local! {
     static REQUEST_ID: RequestId;
 }
 
-/// Middleware: makes the request's id (set by the binary's request-id
-/// layer) the one [`internal_message`] names, for the whole handler.
+/// Middleware: makes the request's id (set by the binary's outermost
+/// middleware) the one [`internal_message`] names, for the whole handler.
 pub async fn request_scope(req: Request, next: Next) -> Response {
     let id = req.extensions().get::<RequestId>().cloned();
     in_request_scope(id, next.run(req)).await

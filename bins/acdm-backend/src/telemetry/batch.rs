@@ -9,14 +9,19 @@
 //! [`MAX_PENDING`] bytes wait, a logging thread waits for the writer.
 //!
 //! A line reaches standard error within about [`BATCH_WINDOW`] of being
-//! logged. The [`Flush`] guard, dropped when `main` returns, writes what
-//! is left and stops the thread; lines logged after that are written
-//! directly. A process killed outright (`SIGKILL`) loses at most the
-//! lines of its last window.
+//! logged (so a plain `eprintln!` may come out before a line logged just
+//! before it). The [`Flush`] guard, dropped when `main` returns, writes
+//! what is left and stops the thread — waiting at most [`FLUSH_WAIT`] for
+//! a standard error that does not take them — and lines logged after that
+//! are written directly, still after every earlier one. Should the writer
+//! thread die, lines are written directly too, so no logger waits for
+//! ever. A process killed outright (`SIGKILL`) loses at most the lines of
+//! its last window.
 
+use std::cell::Cell;
 use std::io::Write;
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use tracing_subscriber::fmt::MakeWriter;
@@ -30,6 +35,15 @@ pub(super) const MAX_PENDING: usize = 1 << 20;
 /// A buffer kept past a write is at most this large.
 const MAX_KEPT: usize = 256 * 1024;
 
+/// How long the guard's drop waits for the writer to write what is left.
+pub(super) const FLUSH_WAIT: Duration = Duration::from_secs(2);
+
+thread_local! {
+    /// True on the writer thread: a line it logs itself is written
+    /// directly (it would otherwise wait for itself).
+    static ON_WRITER: Cell<bool> = const { Cell::new(false) };
+}
+
 /// What `JsonLines` writes to: the shared buffer.
 #[derive(Clone)]
 pub struct Batched {
@@ -41,7 +55,8 @@ pub struct Batched {
 #[must_use = "dropping the guard stops batching; keep it until the process ends"]
 pub struct Flush {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
+    /// Disconnected when the writer thread ends.
+    writer_gone: Receiver<()>,
 }
 
 struct Shared {
@@ -58,7 +73,10 @@ struct Shared {
 struct State {
     pending: Vec<u8>,
     writer_asleep: bool,
+    /// The guard was dropped: the writer writes what is pending and ends.
     closed: bool,
+    /// The writer has ended (or died): lines are written directly.
+    writer_done: bool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -77,31 +95,60 @@ impl Batched {
             out: Mutex::new(Box::new(out)),
         });
         let writer = shared.clone();
-        let thread = std::thread::Builder::new()
+        let (done, writer_gone) = std::sync::mpsc::channel::<()>();
+        std::thread::Builder::new()
             .name("log-writer".to_owned())
-            .spawn(move || writer.run())?;
+            .spawn(move || {
+                let _done = done;
+                ON_WRITER.with(|on| on.set(true));
+                let _ended = Ended(&writer);
+                writer.run();
+            })?;
         Ok((
             Self {
                 shared: shared.clone(),
             },
             Flush {
                 shared,
-                thread: Some(thread),
+                writer_gone,
             },
         ))
     }
 }
 
+/// Marks the writer ended when its thread ends, by returning or by a
+/// panic (a writer that panicked), and wakes every waiting logger.
+struct Ended<'a>(&'a Shared);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        {
+            let mut state = lock(&self.0.state);
+            state.closed = true;
+            state.writer_done = true;
+        }
+        self.0.room.notify_all();
+    }
+}
+
 impl Shared {
     fn push(&self, line: &[u8]) {
+        if ON_WRITER.with(Cell::get) {
+            let _ = lock(&self.out).write_all(line);
+            return;
+        }
         let mut state = lock(&self.state);
+        // Once closed, the writer is writing what is left: no more waiting
+        // for room (the buffer is bounded by what is logged meanwhile).
         while state.pending.len() >= MAX_PENDING && !state.closed {
             state = self
                 .room
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
         }
-        if state.closed {
+        if state.writer_done {
+            // After every earlier line: the writer wrote them all before
+            // it marked itself done.
             drop(state);
             let _ = lock(&self.out).write_all(line);
             return;
@@ -119,6 +166,9 @@ impl Shared {
             let mut state = lock(&self.state);
             while state.pending.is_empty() {
                 if state.closed {
+                    // Under the lock that a logger checks: every line it
+                    // appended before this was written above.
+                    state.writer_done = true;
                     return;
                 }
                 state.writer_asleep = true;
@@ -152,9 +202,9 @@ impl Drop for Flush {
         }
         self.shared.wake.notify_one();
         self.shared.room.notify_all();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        // The writer ends once it has written what is pending; a standard
+        // error that takes nothing does not hold the process for ever.
+        let _ = self.writer_gone.recv_timeout(FLUSH_WAIT);
         let _ = lock(&self.shared.out).flush();
     }
 }
@@ -257,6 +307,60 @@ mod tests {
         assert_eq!(lock(&sink.bytes).as_slice(), b"before\n");
         batched.make_writer().write_all(b"after\n").unwrap();
         assert_eq!(lock(&sink.bytes).as_slice(), b"before\nafter\n");
+    }
+
+    #[test]
+    fn lines_logged_while_the_guard_drops_keep_their_order_and_none_is_lost() {
+        let sink = Sink::default();
+        let (batched, flush) = Batched::spawn(sink.clone()).unwrap();
+        let lines = 20_000;
+        let started = Arc::new(Barrier::new(2));
+        let logger = {
+            let started = started.clone();
+            std::thread::spawn(move || {
+                for i in 0..lines {
+                    if i == 100 {
+                        started.wait();
+                    }
+                    batched
+                        .make_writer()
+                        .write_all(format!("{i}\n").as_bytes())
+                        .unwrap();
+                }
+            })
+        };
+        started.wait();
+        drop(flush);
+        logger.join().unwrap();
+        let text = String::from_utf8(lock(&sink.bytes).clone()).unwrap();
+        let numbers: Vec<usize> = text.lines().map(|l| l.parse().unwrap()).collect();
+        assert_eq!(numbers, (0..lines).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_writer_that_dies_leaves_no_logger_waiting() {
+        /// Panics on its first write.
+        struct Broken;
+        impl Write for Broken {
+            fn write(&mut self, _buf: &[u8]) -> std::io::Result<usize> {
+                panic!("the log's output broke");
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let (batched, flush) = Batched::spawn(Broken).unwrap();
+        let line = vec![b'x'; 64 * 1024];
+        // More than the buffer holds: without the writer, a logger would
+        // wait for room for ever. Each later line panics in `Broken` (the
+        // direct write), which the logger catches here.
+        for _ in 0..2 * MAX_PENDING / line.len() {
+            let batched = batched.clone();
+            let line = line.clone();
+            let _ = std::thread::spawn(move || batched.make_writer().write_all(&line)).join();
+        }
+        assert!(lock(&batched.shared.state).writer_done);
+        drop(flush);
     }
 
     #[test]
