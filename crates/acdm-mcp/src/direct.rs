@@ -32,6 +32,8 @@
 //! `direct::the_direct_path_answers_exactly_what_rmcp_answers` sends the
 //! same requests both ways and compares status, headers and bytes.
 
+use std::sync::Arc;
+
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
@@ -72,7 +74,7 @@ struct Params {
 /// Answers `request` when it is a plain `tools/call`; otherwise gives it
 /// back, whole, for rmcp.
 pub(crate) async fn answer(
-    server: &KnowledgeServer,
+    server: &Arc<KnowledgeServer>,
     request: Request,
 ) -> Result<Response, Request> {
     if !plain_head(request.method(), request.headers()) {
@@ -473,7 +475,7 @@ mod tests {
             );
             // Which path answered: the direct one answers a plain call
             // itself and hands anything else back.
-            let taken = answer(&server, post(extra, body)).await;
+            let taken = answer(&Arc::new(server.clone()), post(extra, body)).await;
             assert_eq!(
                 taken.is_ok(),
                 *direct,

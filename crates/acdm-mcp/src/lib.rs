@@ -109,13 +109,15 @@ fn build(sources: Sources, settings: McpSettings, metrics: McpMetrics, direct: b
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_cancellation_token(streams)
         .with_max_request_body_bytes(direct::MAX_BODY_BYTES);
-    let direct = (direct && !settings.sessions).then(|| server.clone());
+    let direct = (direct && !settings.sessions).then(|| Arc::new(server.clone()));
     let rmcp = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let endpoint = Endpoint { rmcp, direct };
+    // Shared: a request's copy of the state is one reference count, not a
+    // clone of rmcp's service and its configuration.
+    let endpoint = Arc::new(Endpoint { rmcp, direct });
     // Exactly `/mcp` and `/mcp/`: rmcp ignores the path, so a catch-all
     // would also serve `/mcp/mcp` and any other spelling. The host check
     // covers these two routes only; probes answer under any name.
@@ -135,13 +137,12 @@ fn build(sources: Sources, settings: McpSettings, metrics: McpMetrics, direct: b
 
 /// `/mcp`: rmcp's service, with plain stateless tool calls answered
 /// directly (`direct.rs`) when sessions are off.
-#[derive(Clone)]
 struct Endpoint {
     rmcp: StreamableHttpService<KnowledgeServer, LocalSessionManager>,
-    direct: Option<KnowledgeServer>,
+    direct: Option<Arc<KnowledgeServer>>,
 }
 
-async fn serve(State(endpoint): State<Endpoint>, request: Request) -> Response {
+async fn serve(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
     let request = match &endpoint.direct {
         Some(server) => match direct::answer(server, request).await {
             Ok(response) => return response,
