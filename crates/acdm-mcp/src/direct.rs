@@ -454,15 +454,15 @@ mod tests {
             (&[("content-type", "text/plain")], call("20", read), false),
         ];
         let server = crate::server::KnowledgeServer::new(
-            crate::tools::Tools {
-                sources: acdm_sources::Sources {
+            crate::tools::Tools::new(
+                acdm_sources::Sources {
                     wiki: std::sync::Arc::new(acdm_sources::Unconfigured::new("-")),
                     files: std::sync::Arc::new(acdm_sources::Unconfigured::new("-")),
                     search: std::sync::Arc::new(acdm_sources::Unconfigured::new("-")),
                 },
-                files_base: acdm_core::AbsPath::parse("/Projects").unwrap(),
-                limits: crate::ReadLimits::default(),
-            },
+                acdm_core::AbsPath::parse("/Projects").unwrap(),
+                crate::ReadLimits::default(),
+            ),
             crate::McpMetrics::unregistered(),
             crate::ToolLimits::off(),
         );

@@ -79,11 +79,7 @@ pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> R
 fn build(sources: Sources, settings: McpSettings, metrics: McpMetrics, direct: bool) -> Router {
     let health = Arc::new(McpHealth::new(sources.clone()));
     let server = KnowledgeServer::new(
-        tools::Tools {
-            sources,
-            files_base: settings.files_base.clone(),
-            limits: settings.read_limits,
-        },
+        tools::Tools::new(sources, settings.files_base.clone(), settings.read_limits),
         metrics,
         settings.limits.clone(),
     );

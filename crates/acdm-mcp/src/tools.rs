@@ -505,11 +505,11 @@ fn escapes_scope(raw: &str, scope: &AbsPath) -> bool {
 }
 
 /// Whether a read path, normalised as loosely as [`escapes_scope`] does and
-/// compared without case, names something inside the trash
-/// (`<base>/.acdm-trash/`). Such a path is refused whatever the project
+/// compared without case, names something inside `trash` (the backend's
+/// trash, `<base>/.acdm-trash/`). Such a path is refused whatever the project
 /// name: the trash holds every project's kept copies.
-fn names_the_trash(raw: &str, base: &AbsPath) -> bool {
-    lies_loosely_under(raw, &trash_root(base))
+fn names_the_trash(raw: &str, trash: &AbsPath) -> bool {
+    lies_loosely_under(raw, trash)
 }
 
 /// Whether `raw`, resolved as loosely as [`resolve_loosely`] does, lies in
@@ -594,9 +594,20 @@ pub(crate) struct Tools {
     pub(crate) sources: Sources,
     pub(crate) files_base: AbsPath,
     pub(crate) limits: ReadLimits,
+    /// The backend's trash under `files_base`, computed once.
+    trash: AbsPath,
 }
 
 impl Tools {
+    pub(crate) fn new(sources: Sources, files_base: AbsPath, limits: ReadLimits) -> Self {
+        Self {
+            trash: trash_root(&files_base),
+            sources,
+            files_base,
+            limits,
+        }
+    }
+
     pub(crate) async fn search_wiki(&self, input: SearchWikiInput) -> Result<Success, Failure> {
         let query = check_query(&input.query)?;
         let limit = check_limit(input.limit)?;
@@ -730,10 +741,9 @@ impl Tools {
         let found = self.sources.search.search(query, limit, &scope).await?;
         // The source filters already; this is the second, independent check
         // (and the trash is dropped whatever the scope).
-        let trash = trash_root(&self.files_base);
         let hits: Vec<FileHitOut> = found
             .into_iter()
-            .filter(|h| scope.contains(&h.path) && h.path != scope && !trash.contains(&h.path))
+            .filter(|h| scope.contains(&h.path) && h.path != scope && !self.trash.contains(&h.path))
             .take(limit)
             .map(|h| {
                 let path = h.path.to_string();
@@ -806,7 +816,7 @@ impl Tools {
                 "Use a path that starts with the project's folder, as acdm_search_nextcloud returns it, and the same project_name.",
             )
         };
-        if names_the_trash(input.path.trim(), &self.files_base) {
+        if names_the_trash(input.path.trim(), &self.trash) {
             return Err(Failure::new(
                 ErrorCode::PermissionDenied,
                 format!(
@@ -837,7 +847,7 @@ impl Tools {
         }
         let range = self.limits.window(input.offset, input.max_bytes)?;
         let path = scope.join(&rel);
-        if trash_root(&self.files_base).contains(&path) {
+        if self.trash.contains(&path) {
             // Unreachable with a valid project name; kept as the last word.
             return Err(Failure::new(
                 ErrorCode::PermissionDenied,
@@ -1022,7 +1032,7 @@ mod tests {
 
     #[test]
     fn paths_into_the_trash_are_recognised_in_any_spelling() {
-        let base = AbsPath::parse("/Projects").unwrap();
+        let trash = trash_root(&AbsPath::parse("/Projects").unwrap());
         for path in [
             "/Projects/.acdm-trash/alpha/e/0/x.md",
             "/Projects/.ACDM-TRASH/alpha",
@@ -1031,14 +1041,14 @@ mod tests {
             "/Projects/Alpha/%2e%2e/.acdm-trash/beta/x",
             "\\Projects\\.acdm-trash\\x",
         ] {
-            assert!(names_the_trash(path, &base), "{path}");
+            assert!(names_the_trash(path, &trash), "{path}");
         }
         for path in [
             "/Projects/Alpha/.acdm-trash/x",
             "/Projects/Alpha/notes/x.md",
             "/Projects/.acdm-trash-not/x",
         ] {
-            assert!(!names_the_trash(path, &base), "{path}");
+            assert!(!names_the_trash(path, &trash), "{path}");
         }
     }
 }
