@@ -5,12 +5,14 @@
 use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
 mod batch;
 mod json;
-pub use batch::{Batched, Flush};
+use batch::Batched;
+pub use batch::Flush;
 pub use json::JsonLines;
 
 use crate::config::{LogFormat, LogSettings};
@@ -53,7 +55,7 @@ fn filter(settings: &LogSettings, default: &str) -> EnvFilter {
 /// Installs the global subscriber. `default` is the filter when neither
 /// `ACDM_LOG` nor `RUST_LOG` is set (`info` for the server, `warn` for
 /// one-shot commands). JSON lines are written in batches by a thread of
-/// their own ([`Batched`]): keep the returned guard until the process
+/// their own (`telemetry/batch.rs`): keep the returned guard until the process
 /// ends, so that its drop writes the last of them.
 #[must_use = "dropping the guard stops batching; keep it until the process ends"]
 pub fn init(settings: &LogSettings, default: &str) -> Option<Flush> {
@@ -65,20 +67,17 @@ pub fn init(settings: &LogSettings, default: &str) -> Option<Flush> {
     let filter = filter(settings, default);
     // A second initialisation (tests) keeps the first subscriber.
     if json {
-        let Ok((batched, flush)) = Batched::spawn(std::io::stderr()) else {
+        let (writer, flush) = match Batched::spawn(std::io::stderr()) {
+            Ok((batched, flush)) => (BoxMakeWriter::new(batched), Some(flush)),
             // No thread for the writer: each line written by its logger.
-            let _ = tracing_subscriber::registry()
-                .with(filter)
-                .with(JsonLines::new(std::io::stderr))
-                .try_init();
-            return None;
+            Err(_) => (BoxMakeWriter::new(std::io::stderr), None),
         };
         tracing_subscriber::registry()
             .with(filter)
-            .with(JsonLines::new(batched))
+            .with(JsonLines::new(writer))
             .try_init()
             .ok()
-            .map(|()| flush)
+            .and(flush)
     } else {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)

@@ -46,7 +46,7 @@ thread_local! {
 
 /// What `JsonLines` writes to: the shared buffer.
 #[derive(Clone)]
-pub struct Batched {
+pub(super) struct Batched {
     shared: Arc<Shared>,
 }
 
@@ -87,7 +87,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Batched {
     /// Batches lines to `out` on a thread of its own.
-    pub fn spawn(out: impl Write + Send + 'static) -> std::io::Result<(Self, Flush)> {
+    pub(super) fn spawn(out: impl Write + Send + 'static) -> std::io::Result<(Self, Flush)> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
@@ -210,7 +210,7 @@ impl Drop for Flush {
 }
 
 /// One line's writer: `JsonLines` writes each line with one `write_all`.
-pub struct Line<'a>(&'a Shared);
+pub(super) struct Line<'a>(&'a Shared);
 
 impl Write for Line<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
