@@ -1,32 +1,36 @@
 //! The one HTTP client every upstream call goes through.
 //!
-//! hyper's pooled client, used directly: one parse of the URL per request,
-//! no layers for what this client never does (follow redirects, honour
-//! proxy variables, decompress). Timeouts are explicit, redirects are never
-//! followed (a redirect to another host would carry our credentials: the
-//! 3xx is the caller's to map), TLS is rustls with the webpki roots, and
-//! retries are bounded: only idempotent requests, only on transient
-//! outcomes (the request could not be sent or its answer broke off,
-//! timeouts, 502/503/504, 429/503 with a short `Retry-After`), with
-//! exponential backoff and full jitter inside the request's time budget.
-//! Transport errors become [`SourceError`]s without the URL.
+//! HTTP/1.1 of our own over tokio's TCP and rustls: the request is written
+//! and its answer read by the calling task itself, on a connection kept
+//! per host between calls ([`conn`]; the message format in [`wire`]). No
+//! connection task, no channels, no layers for what this client never does
+//! (follow redirects, honour proxy variables, decompress). Timeouts are
+//! explicit, redirects are never followed (a redirect to another host
+//! would carry our credentials: the 3xx is the caller's to map), TLS is
+//! rustls with the webpki roots, and retries are bounded: only idempotent
+//! requests, only on transient outcomes (the request could not be sent or
+//! its answer broke off, timeouts, 502/503/504, 429/503 with a short
+//! `Retry-After`), with exponential backoff and full jitter inside the
+//! request's time budget. Transport errors become [`SourceError`]s without
+//! the URL.
 
-use std::collections::HashMap;
+mod conn;
+mod wire;
+
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 use url::Url;
 
+use self::conn::{Conn, Connector, Host, Hosts, Key};
+use self::wire::{Decoder, Step};
 use crate::error::SourceError;
 
 /// Settings shared by every upstream client.
@@ -50,7 +54,7 @@ pub struct HttpSettings {
     pub max_retry_after: Duration,
     /// Requests in flight at once to one upstream host (from sending until
     /// the response body is read or dropped); more wait for a slot within
-    /// their deadline.
+    /// their deadline. Also the most idle connections kept per host.
     pub max_connections_per_host: usize,
     /// `User-Agent` sent upstream.
     pub user_agent: String,
@@ -71,6 +75,15 @@ impl Default for HttpSettings {
     }
 }
 
+/// How long an idle connection is kept for the next request.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A request body up to this size is written with its head, in one write.
+const COALESCE_BODY_BYTES: usize = 16 * 1024;
+
+/// Bytes asked of the socket per read.
+const READ_BYTES: usize = 16 * 1024;
+
 /// Whether a request may be sent twice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Idempotency {
@@ -81,16 +94,19 @@ pub enum Idempotency {
     Write,
 }
 
-type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
-
 /// The upstream HTTP client.
 #[derive(Debug, Clone)]
 pub struct HttpClient {
-    client: Client<Connector, Full<Bytes>>,
-    settings: Arc<HttpSettings>,
-    user_agent: HeaderValue,
-    /// One semaphore per upstream `host:port`, created on first use.
-    hosts: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    settings: HttpSettings,
+    /// `User-Agent` and `Accept`, sent unless the request has its own.
+    defaults: [(HeaderName, HeaderValue); 2],
+    connector: Connector,
+    hosts: Hosts,
 }
 
 /// One upstream request, as the source built it; sent once per attempt.
@@ -138,13 +154,25 @@ impl UpstreamRequest {
         }
         self
     }
+
+    /// Where its connection goes; `None` for a URL this client cannot
+    /// reach (not `http`/`https`, no host).
+    fn key(&self) -> Option<Key<'_>> {
+        let tls = match self.url.scheme() {
+            "http" => false,
+            "https" => true,
+            _ => return None,
+        };
+        Some(Key {
+            tls,
+            host: self.url.host_str().filter(|h| !h.is_empty())?,
+            port: self.url.port_or_known_default()?,
+        })
+    }
 }
 
 /// Why an attempt gave no response.
 enum Failed {
-    /// The request could not be made at all (an unusable URL): not worth
-    /// another attempt.
-    Unusable,
     /// The transport failed.
     Transport(Transport),
     /// The deadline passed before the request was sent.
@@ -166,31 +194,43 @@ enum Transport {
 }
 
 impl Transport {
-    /// What a failure of hyper's client was.
-    fn of(error: &hyper_util::client::legacy::Error) -> Self {
-        if timed_out(error) {
+    /// A timeout if `error` is one, else `otherwise`.
+    fn of(error: &io::Error, otherwise: Self) -> Self {
+        if error.kind() == io::ErrorKind::TimedOut {
             Self::Timeout
-        } else if error.is_connect() {
-            Self::Connect
         } else {
-            Self::Send
+            otherwise
         }
     }
 }
 
-/// Whether an I/O timeout is anywhere in `error`'s chain of sources.
-fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
-    let mut next = Some(error);
-    while let Some(error) = next {
-        if error
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
-        {
-            return true;
+/// How one round trip on one connection failed.
+enum Trip {
+    /// The connection ended before any byte of an answer: on a kept
+    /// connection, the server closed it as the request went out, so the
+    /// request never reached it.
+    Closed,
+    /// Anything else.
+    Failed(Transport),
+}
+
+impl Trip {
+    /// What an IO error means here: the connection closed under us if no
+    /// answer has started, else a failed send.
+    fn of(error: &io::Error, answer_started: bool) -> Self {
+        let closed = matches!(
+            error.kind(),
+            io::ErrorKind::BrokenPipe
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::UnexpectedEof
+        );
+        if closed && !answer_started {
+            Self::Closed
+        } else {
+            Self::Failed(Transport::of(error, Transport::Send))
         }
-        next = error.source();
     }
-    false
 }
 
 /// An upstream response, holding its host's connection slot until its body
@@ -200,11 +240,58 @@ fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
 pub(crate) struct Upstream {
     source_name: &'static str,
     head: http::response::Parts,
-    body: Incoming,
+    body: Body,
     deadline: Instant,
     read_timeout: Duration,
     /// Held, not read: given back when the response is dropped.
     _slot: Option<OwnedSemaphorePermit>,
+}
+
+/// A response's body on its connection. The connection goes back to its
+/// host once the body is read whole (or was empty); a body left unread is
+/// closed with its connection, unless what remains of it was already
+/// received.
+struct Body {
+    conn: Option<Conn>,
+    decoder: Decoder,
+    /// Whether the server keeps the connection for another request.
+    keep_alive: bool,
+    host: Arc<Host>,
+    max_idle: usize,
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Body")
+            .field("decoder", &self.decoder)
+            .field("open", &self.conn.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Body {
+    /// Gives the connection back if the body is complete and nothing
+    /// follows it.
+    fn release(&mut self) {
+        if let Some(conn) = self.conn.take()
+            && self.keep_alive
+            && self.decoder.is_done()
+            && conn.buf.is_empty()
+        {
+            self.host.checkin(conn, self.max_idle);
+        }
+    }
+}
+
+impl Drop for Body {
+    fn drop(&mut self) {
+        // Whatever of the body was already received is skipped, so a
+        // small answer its caller did not read keeps its connection.
+        if let Some(conn) = self.conn.as_mut() {
+            while let Ok(Step::Data(_)) = self.decoder.decode(&mut conn.buf) {}
+        }
+        self.release();
+    }
 }
 
 impl Upstream {
@@ -229,32 +316,59 @@ impl Upstream {
 
     /// The next chunk of the body, `None` at its end.
     pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, SourceError> {
+        let body = &mut self.body;
         loop {
+            let Some(conn) = body.conn.as_mut() else {
+                // Read whole before, or broken off by an earlier error.
+                return if body.decoder.is_done() {
+                    Ok(None)
+                } else {
+                    Err(transport_error(self.source_name, Transport::Body))
+                };
+            };
+            match body.decoder.decode(&mut conn.buf) {
+                Ok(Step::Data(data)) => {
+                    if body.decoder.is_done() {
+                        body.release();
+                    }
+                    return Ok(Some(data));
+                }
+                Ok(Step::End) => {
+                    body.release();
+                    return Ok(None);
+                }
+                Ok(Step::More) => {}
+                Err(wire::Malformed) => {
+                    body.conn = None;
+                    return Err(transport_error(self.source_name, Transport::Body));
+                }
+            }
             let wait = self
                 .deadline
                 .saturating_duration_since(Instant::now())
                 .min(self.read_timeout);
             // Past the deadline not even a chunk already received is read.
             if wait.is_zero() {
+                body.conn = None;
                 return Err(transport_error(self.source_name, Transport::Timeout));
             }
-            let frame = match tokio::time::timeout(wait, self.body.frame()).await {
-                Err(_) => return Err(transport_error(self.source_name, Transport::Timeout)),
-                Ok(None) => return Ok(None),
-                Ok(Some(Err(error))) => {
-                    let kind = if timed_out(&error) {
-                        Transport::Timeout
-                    } else {
-                        Transport::Body
-                    };
-                    return Err(transport_error(self.source_name, kind));
-                }
-                Ok(Some(Ok(frame))) => frame,
-            };
-            // Trailers carry nothing we read.
-            if let Ok(data) = frame.into_data() {
-                return Ok(Some(data));
-            }
+            conn.buf.reserve(READ_BYTES);
+            let failure =
+                match tokio::time::timeout(wait, conn.stream.read_buf(&mut conn.buf)).await {
+                    Ok(Ok(0)) => match body.decoder.at_close() {
+                        // Read to the close: the end, and no reuse.
+                        Ok(_) => {
+                            body.conn = None;
+                            return Ok(None);
+                        }
+                        Err(wire::Malformed) => Transport::Body,
+                    },
+                    Ok(Ok(_)) => continue,
+                    Ok(Err(error)) => Transport::of(&error, Transport::Body),
+                    Err(_) => Transport::Timeout,
+                };
+            body.conn = None;
+            return Err(transport_error(self.source_name, failure));
         }
     }
 
@@ -281,87 +395,86 @@ impl HttpClient {
         let roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
         .with_safe_default_protocol_versions()
         .map_err(|_| SourceError::NotConfigured("TLS could not be set up".to_owned()))?
         .with_root_certificates(roots)
         .with_no_client_auth();
-        let mut tcp = HttpConnector::new();
-        tcp.enforce_http(false);
-        tcp.set_nodelay(true);
-        tcp.set_connect_timeout(Some(settings.connect_timeout));
-        // As reqwest did: a pooled connection that a NAT or balancer
-        // dropped is noticed instead of costing a whole read timeout.
-        tcp.set_keepalive(Some(Duration::from_secs(15)));
-        tcp.set_keepalive_interval(Some(Duration::from_secs(15)));
-        tcp.set_keepalive_retries(Some(3));
-        #[cfg(target_os = "linux")]
-        tcp.set_tcp_user_timeout(Some(Duration::from_secs(30)));
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(tcp);
-        #[expect(clippy::disallowed_methods, reason = "this is the one blessed builder")]
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(60))
-            .pool_max_idle_per_host(settings.max_connections_per_host)
-            .build(connector);
+        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         let user_agent = HeaderValue::from_str(&settings.user_agent).map_err(|_| {
             SourceError::NotConfigured("the upstream User-Agent is not a header value".to_owned())
         })?;
         Ok(Self {
-            client,
-            settings: Arc::new(settings),
-            user_agent,
-            hosts: Arc::default(),
+            inner: Arc::new(Inner {
+                defaults: [
+                    (header::USER_AGENT, user_agent),
+                    (header::ACCEPT, HeaderValue::from_static("*/*")),
+                ],
+                connector: Connector {
+                    connect_timeout: settings.connect_timeout,
+                    tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
+                },
+                hosts: Hosts::default(),
+                settings,
+            }),
         })
     }
 
     /// The settings.
     pub fn settings(&self) -> &HttpSettings {
-        &self.settings
+        &self.inner.settings
     }
 
-    /// The connection slots of `url`'s host.
-    fn slots(&self, url: &Url) -> Arc<Semaphore> {
-        let host = format!(
-            "{}:{}",
-            url.host_str().unwrap_or_default(),
-            url.port_or_known_default().unwrap_or_default()
-        );
-        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
-        hosts
-            .entry(host)
-            .or_insert_with(|| {
-                Arc::new(Semaphore::new(
-                    self.settings.max_connections_per_host.max(1),
-                ))
-            })
-            .clone()
-    }
-
-    /// hyper's request for one attempt.
-    fn prepare(&self, request: &UpstreamRequest) -> Option<http::Request<Full<Bytes>>> {
-        if !matches!(request.url.scheme(), "http" | "https") {
-            return None;
+    /// The request's head, and its body when small enough to go with it
+    /// in one write; `None` when the request cannot be made.
+    fn encode(&self, request: &UpstreamRequest) -> Option<Vec<u8>> {
+        let small = request.body.len() <= COALESCE_BODY_BYTES;
+        let mut out = Vec::with_capacity(512 + if small { request.body.len() } else { 0 });
+        wire::encode_request(
+            &mut out,
+            &request.method,
+            &request.url,
+            &request.headers,
+            &self.inner.defaults,
+            request.body.len(),
+        )?;
+        if small {
+            out.extend_from_slice(&request.body);
         }
-        let uri = http::Uri::try_from(request.url.as_str()).ok()?;
-        let mut prepared = http::Request::new(Full::new(request.body.clone()));
-        *prepared.method_mut() = request.method.clone();
-        *prepared.uri_mut() = uri;
-        *prepared.headers_mut() = request.headers.clone();
-        let headers = prepared.headers_mut();
-        headers
-            .entry(header::USER_AGENT)
-            .or_insert_with(|| self.user_agent.clone());
-        headers
-            .entry(header::ACCEPT)
-            .or_insert_with(|| HeaderValue::from_static("*/*"));
-        Some(prepared)
+        Some(out)
+    }
+
+    /// One request on one of `host`'s connections, kept or new, up to its
+    /// answer's head. A read whose kept connection turns out closed as it
+    /// was sent goes again on another, at once: it never reached the
+    /// server. A write does not: the caller re-checks it.
+    async fn exchange(
+        &self,
+        host: &Host,
+        key: &Key<'_>,
+        idempotency: Idempotency,
+        request: &UpstreamRequest,
+        encoded: &[u8],
+    ) -> Result<(wire::Head, Conn), Transport> {
+        loop {
+            let mut conn = match host.checkout(IDLE_TIMEOUT) {
+                Some(conn) => conn,
+                None => self
+                    .inner
+                    .connector
+                    .connect(key)
+                    .await
+                    .map_err(|error| Transport::of(&error, Transport::Connect))?,
+            };
+            match round_trip(&mut conn, encoded, request).await {
+                Ok(head) => return Ok((head, conn)),
+                Err(Trip::Closed) if conn.reused && idempotency == Idempotency::Read => {}
+                Err(Trip::Closed) => return Err(Transport::Send),
+                Err(Trip::Failed(failure)) => return Err(failure),
+            }
+        }
     }
 
     /// Sends `request` and returns the response, whatever its status;
@@ -377,62 +490,12 @@ impl HttpClient {
         idempotency: Idempotency,
         request: &UpstreamRequest,
     ) -> Result<Upstream, SourceError> {
+        let settings = &self.inner.settings;
         let attempts = match idempotency {
-            Idempotency::Read => self.settings.retries + 1,
+            Idempotency::Read => settings.retries + 1,
             Idempotency::Write => 1,
         };
-        let deadline = crate::deadline::sooner(Instant::now() + self.settings.timeout);
-        // Whether any attempt reached the upstream: a call that never did
-        // is `NotSent`, which a write's caller can trust as "nothing
-        // happened".
-        let sent = std::sync::atomic::AtomicBool::new(false);
-        let call = retrying(source_name, deadline, attempts, |attempt| {
-            let sent = &sent;
-            async move {
-                let Some(prepared) = self.prepare(request) else {
-                    return (Err(Failed::Unusable), None);
-                };
-                // Never closed, so always a slot once one is free.
-                let slot = self.slots(&request.url).acquire_owned().await.ok();
-                if deadline <= Instant::now() {
-                    return (Err(Failed::Unsent), None);
-                }
-                sent.store(true, std::sync::atomic::Ordering::Release);
-                let outcome = match tokio::time::timeout(
-                    self.settings.read_timeout,
-                    self.client.request(prepared),
-                )
-                .await
-                {
-                    Ok(Ok(response)) => Ok(response),
-                    Ok(Err(error)) => Err(Transport::of(&error)),
-                    Err(_) => Err(Transport::Timeout),
-                };
-                let delay = match &outcome {
-                    Ok(response) => {
-                        retry_delay(response.status(), response.headers(), &self.settings)
-                    }
-                    Err(_) => Some(self.backoff(attempt)),
-                };
-                let read_timeout = self.settings.read_timeout;
-                (
-                    outcome
-                        .map(|response| {
-                            let (head, body) = response.into_parts();
-                            Upstream {
-                                source_name,
-                                head,
-                                body,
-                                deadline,
-                                read_timeout,
-                                _slot: slot,
-                            }
-                        })
-                        .map_err(Failed::Transport),
-                    delay,
-                )
-            }
-        });
+        let deadline = crate::deadline::sooner(Instant::now() + settings.timeout);
         let unsent = || {
             tracing::debug!(
                 source = source_name,
@@ -440,17 +503,73 @@ impl HttpClient {
             );
             SourceError::NotSent(source_name)
         };
+        let (Some(key), Some(encoded)) = (request.key(), self.encode(request)) else {
+            return Err(SourceError::upstream(
+                source_name,
+                None,
+                "the request failed",
+            ));
+        };
+        let host = self
+            .inner
+            .hosts
+            .get(&key, settings.max_connections_per_host);
+        // Whether any attempt reached the upstream: a call that never did
+        // is `NotSent`, which a write's caller can trust as "nothing
+        // happened".
+        let sent = std::sync::atomic::AtomicBool::new(false);
+        let call = retrying(source_name, deadline, attempts, |attempt| {
+            let (sent, host, key, encoded) = (&sent, &host, &key, &encoded);
+            async move {
+                // Never closed, so always a slot once one is free.
+                let slot = host.slots.clone().acquire_owned().await.ok();
+                if deadline <= Instant::now() {
+                    return (Err(Failed::Unsent), None);
+                }
+                sent.store(true, std::sync::atomic::Ordering::Release);
+                let outcome = match tokio::time::timeout(
+                    settings.read_timeout,
+                    self.exchange(host, key, idempotency, request, encoded),
+                )
+                .await
+                {
+                    Ok(outcome) => outcome,
+                    Err(_) => Err(Transport::Timeout),
+                };
+                let delay = match &outcome {
+                    Ok((head, _)) => retry_delay(head.parts.status, &head.parts.headers, settings),
+                    Err(_) => Some(self.backoff(attempt)),
+                };
+                let outcome = outcome.map(|(head, conn)| {
+                    let mut body = Body {
+                        conn: Some(conn),
+                        decoder: Decoder::new(head.framing),
+                        keep_alive: head.keep_alive,
+                        host: host.clone(),
+                        max_idle: settings.max_connections_per_host,
+                    };
+                    // An empty body: the connection is free at once.
+                    if body.decoder.is_done() {
+                        body.release();
+                    }
+                    Upstream {
+                        source_name,
+                        head: head.parts,
+                        body,
+                        deadline,
+                        read_timeout: settings.read_timeout,
+                        _slot: slot,
+                    }
+                });
+                (outcome.map_err(Failed::Transport), delay)
+            }
+        });
         if deadline <= Instant::now() {
             return Err(unsent());
         }
         match tokio::time::timeout_at(deadline, call).await {
             Ok(Ok(upstream)) => Ok(upstream),
             Ok(Err(Failed::Transport(kind))) => Err(transport_error(source_name, kind)),
-            Ok(Err(Failed::Unusable)) => Err(SourceError::upstream(
-                source_name,
-                None,
-                "the request failed",
-            )),
             Ok(Err(Failed::Unsent)) => Err(unsent()),
             Err(_) if !sent.load(std::sync::atomic::Ordering::Acquire) => Err(unsent()),
             Err(_) => {
@@ -464,12 +583,44 @@ impl HttpClient {
     /// capped at 2 s.
     fn backoff(&self, attempt: u32) -> Duration {
         let ceiling = self
+            .inner
             .settings
             .backoff
             .saturating_mul(1 << attempt.saturating_sub(1).min(5))
             .min(Duration::from_secs(2));
         let millis = u64::try_from(ceiling.as_millis()).unwrap_or(2000).max(1);
         Duration::from_millis(fastrand::u64(0..=millis))
+    }
+}
+
+/// Writes the request on `conn` and reads its answer's head.
+async fn round_trip(
+    conn: &mut Conn,
+    encoded: &[u8],
+    request: &UpstreamRequest,
+) -> Result<wire::Head, Trip> {
+    let write = async {
+        conn.stream.write_all(encoded).await?;
+        if request.body.len() > COALESCE_BODY_BYTES {
+            conn.stream.write_all(&request.body).await?;
+        }
+        conn.stream.flush().await
+    };
+    write.await.map_err(|error| Trip::of(&error, false))?;
+    loop {
+        match wire::parse_head(&mut conn.buf, &request.method) {
+            Ok(Some(head)) => return Ok(head),
+            Ok(None) => {}
+            Err(wire::Malformed) => return Err(Trip::Failed(Transport::Send)),
+        }
+        let started = !conn.buf.is_empty();
+        conn.buf.reserve(READ_BYTES);
+        match conn.stream.read_buf(&mut conn.buf).await {
+            Ok(0) if started => return Err(Trip::Failed(Transport::Send)),
+            Ok(0) => return Err(Trip::Closed),
+            Ok(_) => {}
+            Err(error) => return Err(Trip::of(&error, started)),
+        }
     }
 }
 
@@ -732,24 +883,243 @@ mod tests {
         let request = UpstreamRequest::new(Method::GET, url)
             .headers(&headers)
             .basic_auth("svc", "app-password");
-        let prepared = client.prepare(&request).unwrap();
-        let authorization = &prepared.headers()[header::AUTHORIZATION];
+        let authorization = &request.headers[header::AUTHORIZATION];
         // base64("svc:app-password")
         assert_eq!(authorization, "Basic c3ZjOmFwcC1wYXNzd29yZA==");
         assert!(authorization.is_sensitive(), "never logged");
-        assert_eq!(prepared.headers()["depth"], "0");
+        let encoded = String::from_utf8(client.encode(&request).unwrap()).unwrap();
         assert_eq!(
-            prepared.headers()[header::USER_AGENT],
-            HttpSettings::default().user_agent.as_str()
+            encoded,
+            format!(
+                "GET /remote.php/dav/files/u/a%20b.md?x=1 HTTP/1.1\r\nhost: cloud.example\r\n\
+                 depth: 0\r\nauthorization: Basic c3ZjOmFwcC1wYXNzd29yZA==\r\n\
+                 user-agent: {}\r\naccept: */*\r\n\r\n",
+                HttpSettings::default().user_agent
+            )
         );
-        assert_eq!(prepared.headers()[header::ACCEPT], "*/*");
         assert_eq!(
-            prepared.uri().to_string(),
-            "https://cloud.example/remote.php/dav/files/u/a%20b.md?x=1"
+            request.key(),
+            Some(Key {
+                tls: true,
+                host: "cloud.example",
+                port: 443
+            })
         );
         // Only HTTP(S) is ever sent.
         let ftp = UpstreamRequest::new(Method::GET, Url::parse("ftp://cloud.example/x").unwrap());
-        assert!(client.prepare(&ftp).is_none());
+        assert!(ftp.key().is_none());
+        // A small body goes with its head; a large one is written after it.
+        let small = UpstreamRequest::new(Method::PUT, Url::parse("http://h/f").unwrap())
+            .body(Bytes::from_static(b"abc"));
+        assert!(
+            client
+                .encode(&small)
+                .unwrap()
+                .ends_with(b"content-length: 3\r\n\r\nabc")
+        );
+        let large = UpstreamRequest::new(Method::PUT, Url::parse("http://h/f").unwrap())
+            .body(Bytes::from(vec![b'x'; COALESCE_BODY_BYTES + 1]));
+        assert!(client.encode(&large).unwrap().ends_with(b"\r\n\r\n"));
+    }
+
+    /// A loopback server answering each request with what `answer` says
+    /// for (connection number, request number on it), or closing the
+    /// connection on `None`. Counts connections and requests.
+    struct Scripted {
+        addr: std::net::SocketAddr,
+        connections: Arc<std::sync::atomic::AtomicUsize>,
+        requests: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Scripted {
+        async fn start(
+            answer: impl Fn(usize, usize) -> Option<Vec<u8>> + Send + Sync + 'static,
+        ) -> Self {
+            use std::sync::atomic::{AtomicUsize, Ordering};
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let connections = Arc::new(AtomicUsize::new(0));
+            let requests = Arc::new(AtomicUsize::new(0));
+            let answer = Arc::new(answer);
+            let (c, r) = (connections.clone(), requests.clone());
+            tokio::spawn(async move {
+                while let Ok((mut stream, _)) = listener.accept().await {
+                    let number = c.fetch_add(1, Ordering::SeqCst);
+                    let (answer, r) = (answer.clone(), r.clone());
+                    tokio::spawn(async move {
+                        let mut buf = Vec::new();
+                        for on_conn in 0.. {
+                            // One request: its head, then its body.
+                            let end = loop {
+                                if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                                    break end + 4;
+                                }
+                                let mut chunk = [0u8; 4096];
+                                match stream.read(&mut chunk).await {
+                                    Ok(0) | Err(_) => return,
+                                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                                }
+                            };
+                            let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
+                            let length: usize = head
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:"))
+                                .and_then(|v| v.trim().parse().ok())
+                                .unwrap_or(0);
+                            while buf.len() < end + length {
+                                let mut chunk = [0u8; 4096];
+                                match stream.read(&mut chunk).await {
+                                    Ok(0) | Err(_) => return,
+                                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                                }
+                            }
+                            buf.drain(..end + length);
+                            r.fetch_add(1, Ordering::SeqCst);
+                            match answer(number, on_conn) {
+                                Some(bytes) => {
+                                    if stream.write_all(&bytes).await.is_err() {
+                                        return;
+                                    }
+                                }
+                                None => return,
+                            }
+                        }
+                    });
+                }
+            });
+            Self {
+                addr,
+                connections,
+                requests,
+            }
+        }
+
+        fn connections(&self) -> usize {
+            self.connections.load(std::sync::atomic::Ordering::SeqCst)
+        }
+
+        fn requests(&self) -> usize {
+            self.requests.load(std::sync::atomic::Ordering::SeqCst)
+        }
+
+        fn request(&self, method: Method) -> UpstreamRequest {
+            let url = Url::parse(&format!("http://{}/f", self.addr)).unwrap();
+            UpstreamRequest::new(method, url)
+        }
+    }
+
+    fn client(retries: u32) -> HttpClient {
+        HttpClient::new(HttpSettings {
+            retries,
+            ..HttpSettings::default()
+        })
+        .unwrap()
+    }
+
+    async fn get(client: &HttpClient, server: &Scripted) -> Result<Vec<u8>, SourceError> {
+        let answer = client
+            .send("test", Idempotency::Read, &server.request(Method::GET))
+            .await?;
+        read_capped("test", answer, 1 << 20).await
+    }
+
+    #[tokio::test]
+    async fn answers_read_whole_leave_their_connection_for_the_next_request() {
+        let server = Scripted::start(|_, n| {
+            Some(if n % 2 == 0 {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".to_vec()
+            } else {
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n".to_vec()
+            })
+        })
+        .await;
+        let client = client(0);
+        for n in 0..6 {
+            let body = get(&client, &server).await.unwrap();
+            let expected: &[u8] = if n % 2 == 0 { b"hello" } else { b"hello world" };
+            assert_eq!(body, expected);
+        }
+        assert_eq!((server.connections(), server.requests()), (1, 6));
+    }
+
+    #[tokio::test]
+    async fn an_answer_dropped_half_read_closes_its_connection_and_an_empty_one_does_not() {
+        let server = Scripted::start(|_, n| {
+            Some(if n == 0 {
+                b"HTTP/1.1 204 No Content\r\n\r\n".to_vec()
+            } else {
+                let mut big = b"HTTP/1.1 200 OK\r\nContent-Length: 4194304\r\n\r\n".to_vec();
+                big.resize(big.len() + 4 * 1024 * 1024, b'x');
+                big
+            })
+        })
+        .await;
+        let client = client(0);
+        let request = server.request(Method::DELETE);
+        // Never read: its (empty) body is complete with the head.
+        let answer = client
+            .send("test", Idempotency::Write, &request)
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::NO_CONTENT);
+        drop(answer);
+        let mut answer = client
+            .send("test", Idempotency::Read, &server.request(Method::GET))
+            .await
+            .unwrap();
+        assert!(answer.chunk().await.unwrap().is_some());
+        drop(answer);
+        assert_eq!(server.connections(), 1, "the 204's connection was kept");
+        // The half-read answer's connection is gone: the next request
+        // opens another (whose first answer is the 204).
+        let answer = client
+            .send("test", Idempotency::Write, &request)
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::NO_CONTENT);
+        assert_eq!(server.connections(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_kept_connection_closed_under_a_read_is_retried_at_once_and_under_a_write_is_not() {
+        // Every connection answers its first request and closes at the
+        // second without answering, as a server closing an idle
+        // connection while the request is on its way.
+        let ok = || Some(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec());
+        let server = Scripted::start(move |_, n| if n == 0 { ok() } else { None }).await;
+        // No retries: the read succeeds only because a request that never
+        // reached the server goes again on a new connection.
+        let client = client(0);
+        assert_eq!(get(&client, &server).await.unwrap(), b"ok");
+        assert_eq!(get(&client, &server).await.unwrap(), b"ok");
+        assert_eq!((server.connections(), server.requests()), (2, 3));
+        // A write on the kept connection is not sent again: the server saw
+        // it, and the caller is told the request failed.
+        let error = client
+            .send("test", Idempotency::Write, &server.request(Method::PUT))
+            .await
+            .unwrap_err();
+        assert!(matches!(error, SourceError::Upstream { .. }), "{error:?}");
+        assert_eq!((server.connections(), server.requests()), (2, 4));
+    }
+
+    #[tokio::test]
+    async fn an_answer_to_the_close_or_with_bytes_after_it_is_not_kept() {
+        let server = Scripted::start(|connection, _| {
+            Some(match connection {
+                0 => {
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".to_vec()
+                }
+                1 => b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec(),
+                _ => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokJUNK".to_vec(),
+            })
+        })
+        .await;
+        let client = client(0);
+        for _ in 0..4 {
+            assert_eq!(get(&client, &server).await.unwrap(), b"ok");
+        }
+        assert_eq!(server.connections(), 4);
     }
 
     #[test]

@@ -1,0 +1,367 @@
+//! Connections to upstream hosts: made (TCP, then TLS for `https`), kept
+//! per host while idle, and handed to one request at a time. The exchange
+//! runs in the calling task: no connection task, no channel between the
+//! request and its socket.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tokio_rustls::client::TlsStream;
+
+/// A connection's byte stream.
+pub(super) enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_flush(cx),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// One connection and the bytes read from it but not yet used.
+pub(super) struct Conn {
+    pub(super) stream: Stream,
+    pub(super) buf: BytesMut,
+    /// Whether it served a request before this one.
+    pub(super) reused: bool,
+    idle_since: Instant,
+}
+
+impl Conn {
+    /// Whether an idle connection can carry a request: nothing unread
+    /// from before, and the server has neither closed it nor sent anything
+    /// since (a polite close, TLS's `close_notify`, or garbage). Looks
+    /// without waiting: a read that would wait means the connection is
+    /// quiet, as an idle one should be. TLS records that carry no data
+    /// (session tickets) are taken in by rustls and leave it usable.
+    fn quiet(&mut self) -> bool {
+        if !self.buf.is_empty() {
+            return false;
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut byte = [0u8; 1];
+        let mut probe = ReadBuf::new(&mut byte);
+        matches!(
+            Pin::new(&mut self.stream).poll_read(&mut cx, &mut probe),
+            Poll::Pending
+        )
+    }
+}
+
+/// Where connections go: the URL's scheme, host and port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Key<'a> {
+    pub(super) tls: bool,
+    pub(super) host: &'a str,
+    pub(super) port: u16,
+}
+
+/// One upstream host: its request slots and its idle connections.
+pub(super) struct Host {
+    tls: bool,
+    host: String,
+    port: u16,
+    /// Requests in flight at once to this host.
+    pub(super) slots: Arc<Semaphore>,
+    idle: Mutex<Vec<Conn>>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("tls", &self.tls)
+            .field("port", &self.port)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    /// An idle connection that is still usable, the most recent first;
+    /// stale ones (idle past `idle_timeout`, or closed by the server) are
+    /// dropped on the way.
+    pub(super) fn checkout(&self, idle_timeout: Duration) -> Option<Conn> {
+        let now = Instant::now();
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        idle.retain(|conn| now.saturating_duration_since(conn.idle_since) < idle_timeout);
+        while let Some(mut conn) = idle.pop() {
+            if conn.quiet() {
+                conn.reused = true;
+                return Some(conn);
+            }
+        }
+        None
+    }
+
+    /// Keeps a connection whose last answer was read whole, for the next
+    /// request. At most `max_idle` are kept.
+    pub(super) fn checkin(&self, mut conn: Conn, max_idle: usize) {
+        conn.idle_since = Instant::now();
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < max_idle {
+            idle.push(conn);
+        }
+    }
+}
+
+/// The hosts this client has talked to. There are a few (the wiki's and
+/// the file store's), so a list is searched without building a key.
+#[derive(Debug, Default)]
+pub(super) struct Hosts {
+    hosts: Mutex<Vec<Arc<Host>>>,
+}
+
+impl Hosts {
+    /// The host for `key`, created with `slots` request slots on first use.
+    pub(super) fn get(&self, key: &Key<'_>, slots: usize) -> Arc<Host> {
+        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(host) = hosts
+            .iter()
+            .find(|h| h.tls == key.tls && h.port == key.port && h.host == key.host)
+        {
+            return host.clone();
+        }
+        let host = Arc::new(Host {
+            tls: key.tls,
+            host: key.host.to_owned(),
+            port: key.port,
+            slots: Arc::new(Semaphore::new(slots.max(1))),
+            idle: Mutex::new(Vec::new()),
+        });
+        hosts.push(host.clone());
+        host
+    }
+}
+
+/// How new connections are made.
+pub(super) struct Connector {
+    pub(super) connect_timeout: Duration,
+    pub(super) tls: tokio_rustls::TlsConnector,
+}
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connector")
+            .field("connect_timeout", &self.connect_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connector {
+    /// A new connection to `key`: each of the host's addresses in turn,
+    /// each within the connect timeout; then TLS for `https`.
+    pub(super) async fn connect(&self, key: &Key<'_>) -> io::Result<Conn> {
+        // An IP literal is not looked up (its brackets off, for IPv6).
+        let literal = key
+            .host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(key.host);
+        let addrs: Vec<SocketAddr> = match literal.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, key.port)],
+            Err(_) => tokio::net::lookup_host((key.host, key.port))
+                .await?
+                .collect(),
+        };
+        let mut last = io::Error::new(io::ErrorKind::NotFound, "the host has no address");
+        let mut tcp = None;
+        for addr in addrs {
+            match tokio::time::timeout(self.connect_timeout, TcpStream::connect(addr)).await {
+                Ok(Ok(stream)) => {
+                    tcp = Some(stream);
+                    break;
+                }
+                Ok(Err(error)) => last = error,
+                Err(_) => last = io::Error::new(io::ErrorKind::TimedOut, "connect timed out"),
+            }
+        }
+        let tcp = tcp.ok_or(last)?;
+        tune(&tcp);
+        let stream = if key.tls {
+            let name = rustls::pki_types::ServerName::try_from(literal.to_owned())
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "not a server name"))?;
+            Stream::Tls(Box::new(self.tls.connect(name, tcp).await?))
+        } else {
+            Stream::Plain(tcp)
+        };
+        Ok(Conn {
+            stream,
+            buf: BytesMut::with_capacity(16 * 1024),
+            reused: false,
+            idle_since: Instant::now(),
+        })
+    }
+}
+
+/// No Nagle delay for our small writes; TCP keep-alive so a pooled
+/// connection that a NAT or balancer dropped is noticed instead of costing
+/// a whole read timeout, and unacknowledged data gives up after 30 s.
+fn tune(tcp: &TcpStream) {
+    // Best effort: a socket that refuses an option still works.
+    let _ = tcp.set_nodelay(true);
+    let socket = socket2::SockRef::from(tcp);
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(15))
+        .with_interval(Duration::from_secs(15))
+        .with_retries(3);
+    let _ = socket.set_tcp_keepalive(&keepalive);
+    #[cfg(target_os = "linux")]
+    let _ = socket.set_tcp_user_timeout(Some(Duration::from_secs(30)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    fn connector() -> Connector {
+        let roots = rustls::RootCertStore::empty();
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        Connector {
+            connect_timeout: Duration::from_secs(5),
+            tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_idle_connection_the_server_closed_or_wrote_to_is_never_handed_out() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let key = Key {
+            tls: false,
+            host: "127.0.0.1",
+            port,
+        };
+        let hosts = Hosts::default();
+        let host = hosts.get(&key, 4);
+        let connector = connector();
+
+        // Three connections: one the server leaves alone, one it closes,
+        // one it writes to unasked.
+        let mut server_ends = Vec::new();
+        for _ in 0..3 {
+            let conn = connector.connect(&key).await.unwrap();
+            let (server, _) = listener.accept().await.unwrap();
+            server_ends.push(server);
+            host.checkin(conn, 8);
+        }
+        let mut quiet = server_ends.remove(0);
+        drop(server_ends.remove(0));
+        server_ends[0]
+            .write_all(b"HTTP/1.1 408 Timeout\r\n\r\n")
+            .await
+            .unwrap();
+        // Let the close and the bytes arrive.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+
+        let mut conn = host
+            .checkout(Duration::from_secs(60))
+            .expect("the quiet one");
+        assert!(conn.reused);
+        assert!(host.checkout(Duration::from_secs(60)).is_none());
+        // It is the connection the server kept: a byte goes through.
+        tokio::io::AsyncWriteExt::write_all(&mut conn.stream, b"x")
+            .await
+            .unwrap();
+        let mut byte = [0u8; 1];
+        quiet.read_exact(&mut byte).await.unwrap();
+        assert_eq!(&byte, b"x");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_connections_expire_and_the_pool_keeps_at_most_its_cap() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let key = Key {
+            tls: false,
+            host: "127.0.0.1",
+            port,
+        };
+        let hosts = Hosts::default();
+        let host = hosts.get(&key, 4);
+        assert!(Arc::ptr_eq(&host, &hosts.get(&key, 4)), "one host per key");
+        let connector = connector();
+        let mut server_ends = Vec::new();
+        for _ in 0..3 {
+            let conn = connector.connect(&key).await.unwrap();
+            server_ends.push(listener.accept().await.unwrap().0);
+            host.checkin(conn, 2);
+        }
+        assert!(host.checkout(Duration::from_secs(60)).is_some());
+        assert!(host.checkout(Duration::from_secs(60)).is_some());
+        assert!(
+            host.checkout(Duration::from_secs(60)).is_none(),
+            "the third was not kept"
+        );
+
+        let conn = connector.connect(&key).await.unwrap();
+        server_ends.push(listener.accept().await.unwrap().0);
+        host.checkin(conn, 2);
+        tokio::time::advance(Duration::from_secs(61)).await;
+        assert!(host.checkout(Duration::from_secs(60)).is_none(), "expired");
+    }
+
+    #[tokio::test]
+    async fn a_host_without_a_listener_is_a_connect_error() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let key = Key {
+            tls: false,
+            host: "127.0.0.1",
+            port,
+        };
+        assert!(connector().connect(&key).await.is_err());
+    }
+}
