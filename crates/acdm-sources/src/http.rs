@@ -278,7 +278,7 @@ impl Body {
             && self.decoder.is_done()
             && conn.buf.is_empty()
         {
-            self.host.checkin(conn, self.max_idle);
+            self.host.checkin(conn, self.max_idle, IDLE_TIMEOUT);
         }
     }
 }
@@ -448,8 +448,8 @@ impl HttpClient {
 
     /// One request on one of `host`'s connections, kept or new, up to its
     /// answer's head. A read whose kept connection turns out closed as it
-    /// was sent goes again on another, at once: it never reached the
-    /// server. A write does not: the caller re-checks it.
+    /// was sent goes again at once, once, on a new connection: it never
+    /// reached the server. A write does not: the caller re-checks it.
     async fn exchange(
         &self,
         host: &Host,
@@ -458,22 +458,31 @@ impl HttpClient {
         request: &UpstreamRequest,
         encoded: &[u8],
     ) -> Result<(wire::Head, Conn), Transport> {
-        loop {
-            let mut conn = match host.checkout(IDLE_TIMEOUT) {
-                Some(conn) => conn,
-                None => self
-                    .inner
-                    .connector
-                    .connect(key)
-                    .await
-                    .map_err(|error| Transport::of(&error, Transport::Connect))?,
-            };
-            match round_trip(&mut conn, encoded, request).await {
-                Ok(head) => return Ok((head, conn)),
-                Err(Trip::Closed) if conn.reused && idempotency == Idempotency::Read => {}
-                Err(Trip::Closed) => return Err(Transport::Send),
-                Err(Trip::Failed(failure)) => return Err(failure),
-            }
+        let connect = || async {
+            self.inner
+                .connector
+                .connect(key)
+                .await
+                .map_err(|error| Transport::of(&error, Transport::Connect))
+        };
+        let mut conn = match host.checkout(IDLE_TIMEOUT) {
+            Some(conn) => conn,
+            None => connect().await?,
+        };
+        match round_trip(&mut conn, encoded, request).await {
+            Ok(head) => return Ok((head, conn)),
+            // Once, and on a new connection: a server that drops this
+            // request on every connection sees it twice, not once per
+            // idle connection.
+            Err(Trip::Closed) if conn.reused && idempotency == Idempotency::Read => {}
+            Err(Trip::Closed) => return Err(Transport::Send),
+            Err(Trip::Failed(failure)) => return Err(failure),
+        }
+        let mut conn = connect().await?;
+        match round_trip(&mut conn, encoded, request).await {
+            Ok(head) => Ok((head, conn)),
+            Err(Trip::Closed) => Err(Transport::Send),
+            Err(Trip::Failed(failure)) => Err(failure),
         }
     }
 
@@ -607,18 +616,20 @@ async fn round_trip(
         conn.stream.flush().await
     };
     write.await.map_err(|error| Trip::of(&error, false))?;
+    // Whether any byte of an answer came (an interim 1xx is consumed
+    // from the buffer, but the server did answer).
+    let mut started = false;
     loop {
         match wire::parse_head(&mut conn.buf, &request.method) {
             Ok(Some(head)) => return Ok(head),
             Ok(None) => {}
             Err(wire::Malformed) => return Err(Trip::Failed(Transport::Send)),
         }
-        let started = !conn.buf.is_empty();
         conn.buf.reserve(READ_BYTES);
         match conn.stream.read_buf(&mut conn.buf).await {
             Ok(0) if started => return Err(Trip::Failed(Transport::Send)),
             Ok(0) => return Err(Trip::Closed),
-            Ok(_) => {}
+            Ok(_) => started = true,
             Err(error) => return Err(Trip::of(&error, started)),
         }
     }
@@ -698,7 +709,9 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     }
     let reset = text("ratelimit-reset")?.parse::<i64>().ok()?;
     let now = chrono::Utc::now().timestamp();
-    Some(Duration::from_secs(u64::try_from(reset - now).unwrap_or(0)))
+    Some(Duration::from_secs(
+        u64::try_from(reset.saturating_sub(now)).unwrap_or(0),
+    ))
 }
 
 /// A transport failure, in our words and without the URL.
@@ -799,6 +812,12 @@ mod tests {
             d <= Duration::from_secs(30) && d >= Duration::from_secs(28),
             "{d:?}"
         );
+        // A hostile reset far in the past is "now", not an overflow.
+        h.insert(
+            "ratelimit-reset",
+            header::HeaderValue::from_static("-9223372036854775808"),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
     }
 
     /// An attempt that always asks to be retried after `delay`, recording
@@ -1101,6 +1120,24 @@ mod tests {
             .unwrap_err();
         assert!(matches!(error, SourceError::Upstream { .. }), "{error:?}");
         assert_eq!((server.connections(), server.requests()), (2, 4));
+    }
+
+    #[tokio::test]
+    async fn a_read_dropped_on_every_connection_goes_again_once_not_once_per_connection() {
+        // Three connections answer their first request; after that every
+        // request is dropped unanswered, on new connections too.
+        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec();
+        let server = Scripted::start(move |c, n| (c < 3 && n == 0).then(|| ok.clone())).await;
+        let client = client(0);
+        let reads = (0..3).map(|_| get(&client, &server));
+        for body in futures_util::future::join_all(reads).await {
+            assert_eq!(body.unwrap(), b"ok");
+        }
+        assert_eq!((server.connections(), server.requests()), (3, 3));
+        let error = get(&client, &server).await.unwrap_err();
+        assert!(matches!(error, SourceError::Upstream { .. }), "{error:?}");
+        // A kept connection, then one new one: two sends, not four.
+        assert_eq!((server.connections(), server.requests()), (4, 5));
     }
 
     #[tokio::test]

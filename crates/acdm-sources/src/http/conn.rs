@@ -23,6 +23,16 @@ pub(super) enum Stream {
     Tls(Box<TlsStream<TcpStream>>),
 }
 
+impl Stream {
+    /// The TCP connection under it.
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Self::Plain(s) => s,
+            Self::Tls(s) => s.get_ref().0,
+        }
+    }
+}
+
 impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -75,13 +85,27 @@ pub(super) struct Conn {
 impl Conn {
     /// Whether an idle connection can carry a request: nothing unread
     /// from before, and the server has neither closed it nor sent anything
-    /// since (a polite close, TLS's `close_notify`, or garbage). Looks
-    /// without waiting: a read that would wait means the connection is
-    /// quiet, as an idle one should be. TLS records that carry no data
-    /// (session tickets) are taken in by rustls and leave it usable.
-    fn quiet(&mut self) -> bool {
+    /// since (a polite close, TLS's `close_notify`, or garbage).
+    ///
+    /// Looks without waiting. A connection kept only briefly is asked
+    /// through tokio's readiness, which costs nothing but may not know yet
+    /// of a close that has only just arrived; one idle for a second or
+    /// more, the kind a server closes on its own idle timeout, is asked of
+    /// the socket itself. TLS records that carry no data (session
+    /// tickets) are taken in by rustls and leave it usable.
+    fn quiet(&mut self, now: Instant) -> bool {
         if !self.buf.is_empty() {
             return false;
+        }
+        if now.saturating_duration_since(self.idle_since) >= ASK_THE_SOCKET_AFTER {
+            let mut byte = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+            match socket2::SockRef::from(self.stream.tcp()).peek(&mut byte) {
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
+                // Bytes on a TLS connection may be a session ticket: rustls
+                // says below whether any data came.
+                Ok(n) if n > 0 && matches!(self.stream, Stream::Tls(_)) => {}
+                _ => return false,
+            }
         }
         let mut cx = Context::from_waker(Waker::noop());
         let mut byte = [0u8; 1];
@@ -92,6 +116,10 @@ impl Conn {
         )
     }
 }
+
+/// How long a connection stays idle before [`Conn::quiet`] asks the socket
+/// itself whether the server closed it.
+const ASK_THE_SOCKET_AFTER: Duration = Duration::from_secs(1);
 
 /// Where connections go: the URL's scheme, host and port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,7 +157,7 @@ impl Host {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         idle.retain(|conn| now.saturating_duration_since(conn.idle_since) < idle_timeout);
         while let Some(mut conn) = idle.pop() {
-            if conn.quiet() {
+            if conn.quiet(now) {
                 conn.reused = true;
                 return Some(conn);
             }
@@ -138,10 +166,14 @@ impl Host {
     }
 
     /// Keeps a connection whose last answer was read whole, for the next
-    /// request. At most `max_idle` are kept.
-    pub(super) fn checkin(&self, mut conn: Conn, max_idle: usize) {
-        conn.idle_since = Instant::now();
+    /// request. At most `max_idle` are kept; expired ones make room.
+    pub(super) fn checkin(&self, mut conn: Conn, max_idle: usize, idle_timeout: Duration) {
+        let now = Instant::now();
+        conn.idle_since = now;
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() >= max_idle {
+            idle.retain(|conn| now.saturating_duration_since(conn.idle_since) < idle_timeout);
+        }
         if idle.len() < max_idle {
             idle.push(conn);
         }
@@ -193,7 +225,8 @@ impl std::fmt::Debug for Connector {
 
 impl Connector {
     /// A new connection to `key`: each of the host's addresses in turn,
-    /// each within the connect timeout; then TLS for `https`.
+    /// the connect timeout shared between them (so an address that drops
+    /// packets leaves time for the next); then TLS for `https`.
     pub(super) async fn connect(&self, key: &Key<'_>) -> io::Result<Conn> {
         // An IP literal is not looked up (its brackets off, for IPv6).
         let literal = key
@@ -207,10 +240,14 @@ impl Connector {
                 .await?
                 .collect(),
         };
+        let each = self
+            .connect_timeout
+            .checked_div(u32::try_from(addrs.len()).unwrap_or(u32::MAX))
+            .unwrap_or(self.connect_timeout);
         let mut last = io::Error::new(io::ErrorKind::NotFound, "the host has no address");
         let mut tcp = None;
         for addr in addrs {
-            match tokio::time::timeout(self.connect_timeout, TcpStream::connect(addr)).await {
+            match tokio::time::timeout(each, TcpStream::connect(addr)).await {
                 Ok(Ok(stream)) => {
                     tcp = Some(stream);
                     break;
@@ -294,7 +331,7 @@ mod tests {
             let conn = connector.connect(&key).await.unwrap();
             let (server, _) = listener.accept().await.unwrap();
             server_ends.push(server);
-            host.checkin(conn, 8);
+            host.checkin(conn, 8, Duration::from_secs(60));
         }
         let mut quiet = server_ends.remove(0);
         drop(server_ends.remove(0));
@@ -302,8 +339,10 @@ mod tests {
             .write_all(b"HTTP/1.1 408 Timeout\r\n\r\n")
             .await
             .unwrap();
-        // Let the close and the bytes arrive.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The close and the bytes are on the loopback already; tokio's
+        // readiness learns of them when the driver is polled, which a
+        // yield does before the task runs again.
+        tokio::task::yield_now().await;
 
         let mut conn = host
             .checkout(Duration::from_secs(60))
@@ -319,7 +358,32 @@ mod tests {
         assert_eq!(&byte, b"x");
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
+    async fn a_long_idle_connection_is_checked_on_the_socket_itself() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let key = Key {
+            tls: false,
+            host: "127.0.0.1",
+            port,
+        };
+        let connector = connector();
+        let mut conns = Vec::new();
+        let mut server_ends = Vec::new();
+        for _ in 0..3 {
+            conns.push(connector.connect(&key).await.unwrap());
+            server_ends.push(listener.accept().await.unwrap().0);
+        }
+        drop(server_ends.remove(1));
+        server_ends[1].write_all(b"x").await.unwrap();
+        // No yield: the driver has not seen the close or the byte; the
+        // socket has. As if each had been idle for two seconds:
+        let later = Instant::now() + Duration::from_secs(2);
+        let quiet: Vec<bool> = conns.iter_mut().map(|c| c.quiet(later)).collect();
+        assert_eq!(quiet, [true, false, false]);
+    }
+
+    #[tokio::test]
     async fn idle_connections_expire_and_the_pool_keeps_at_most_its_cap() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -336,7 +400,7 @@ mod tests {
         for _ in 0..3 {
             let conn = connector.connect(&key).await.unwrap();
             server_ends.push(listener.accept().await.unwrap().0);
-            host.checkin(conn, 2);
+            host.checkin(conn, 2, Duration::from_secs(60));
         }
         assert!(host.checkout(Duration::from_secs(60)).is_some());
         assert!(host.checkout(Duration::from_secs(60)).is_some());
@@ -347,9 +411,9 @@ mod tests {
 
         let conn = connector.connect(&key).await.unwrap();
         server_ends.push(listener.accept().await.unwrap().0);
-        host.checkin(conn, 2);
-        tokio::time::advance(Duration::from_secs(61)).await;
-        assert!(host.checkout(Duration::from_secs(60)).is_none(), "expired");
+        host.checkin(conn, 2, Duration::from_secs(60));
+        // Idle for longer than a zero timeout: expired.
+        assert!(host.checkout(Duration::ZERO).is_none(), "expired");
     }
 
     #[tokio::test]

@@ -155,7 +155,14 @@ pub(super) fn parse_head(buf: &mut BytesMut, method: &Method) -> Result<Option<H
             headers.append(name, value);
         }
         let framing = framing(&headers, status, method)?;
-        let keep_alive = framing != Framing::UntilClose && persistent(&headers, version);
+        // A Transfer-Encoding beside a Content-Length, or in an HTTP/1.0
+        // answer, is framing a peer may read otherwise: the body is read
+        // as chunked, and the connection is not used again (RFC 9112
+        // §6.1, §6.3).
+        let doubtful = headers.contains_key(header::TRANSFER_ENCODING)
+            && (headers.contains_key(header::CONTENT_LENGTH) || version == Version::HTTP_10);
+        let keep_alive =
+            framing != Framing::UntilClose && !doubtful && persistent(&headers, version);
         let mut head = http::Response::new(());
         *head.status_mut() = status;
         *head.version_mut() = version;
@@ -179,18 +186,20 @@ fn framing(headers: &HeaderMap, status: StatusCode, method: &Method) -> Result<F
         return Ok(Framing::Empty);
     }
     if headers.contains_key(header::TRANSFER_ENCODING) {
-        // Chunked must be the last coding; anything else runs to the close.
-        let last = headers
-            .get_all(header::TRANSFER_ENCODING)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .map(str::trim)
-            .rfind(|v| !v.is_empty());
-        return Ok(match last {
-            Some(coding) if coding.eq_ignore_ascii_case("chunked") => Framing::Chunked,
-            _ => Framing::UntilClose,
-        });
+        // Chunked must be the last coding, and only once; a last coding
+        // other than chunked runs to the close.
+        let mut codings = Vec::new();
+        for value in headers.get_all(header::TRANSFER_ENCODING) {
+            let value = value.to_str().map_err(|_| Malformed)?;
+            codings.extend(value.split(',').map(str::trim).filter(|c| !c.is_empty()));
+        }
+        let chunked = |c: &&str| c.eq_ignore_ascii_case("chunked");
+        return match codings.iter().filter(|c| chunked(c)).count() {
+            0 => Ok(Framing::UntilClose),
+            1 if codings.last().is_some_and(chunked) => Ok(Framing::Chunked),
+            1 => Ok(Framing::UntilClose),
+            _ => Err(Malformed),
+        };
     }
     let mut length = None;
     for value in headers.get_all(header::CONTENT_LENGTH) {
@@ -244,8 +253,9 @@ pub(super) enum Chunk {
     Data(u64),
     /// After a chunk's data, before its CRLF.
     DataEnd,
-    /// After the last chunk: trailer lines up to an empty one.
-    Trailers,
+    /// After the last chunk: trailer lines up to an empty one, this many
+    /// bytes of them read so far.
+    Trailers(usize),
 }
 
 /// Takes a body's pieces out of the bytes read so far.
@@ -304,7 +314,7 @@ impl Decoder {
                     };
                     let size = chunk_size(&line)?;
                     *self = Self::Chunked(if size == 0 {
-                        Chunk::Trailers
+                        Chunk::Trailers(0)
                     } else {
                         Chunk::Data(size)
                     });
@@ -320,14 +330,18 @@ impl Decoder {
                     buf.advance(2);
                     *self = Self::Chunked(Chunk::Size);
                 }
-                Self::Chunked(Chunk::Trailers) => {
-                    // Trailers carry nothing we read: skipped, bounded.
-                    let Some(line) = take_line(buf, MAX_TRAILER_BYTES)? else {
+                Self::Chunked(Chunk::Trailers(read)) => {
+                    // Trailers carry nothing we read: skipped, the whole
+                    // section bounded.
+                    let room = MAX_TRAILER_BYTES.saturating_sub(read);
+                    let Some(line) = take_line(buf, room)? else {
                         return Ok(Step::More);
                     };
-                    if line.is_empty() {
-                        *self = Self::Done;
-                    }
+                    *self = if line.is_empty() {
+                        Self::Done
+                    } else {
+                        Self::Chunked(Chunk::Trailers(read + line.len() + 2))
+                    };
                 }
             }
         }
@@ -481,12 +495,26 @@ mod tests {
                 Framing::Chunked,
                 true,
             ),
-            // Chunked wins over a Content-Length sent beside it.
+            // Chunked wins over a Content-Length sent beside it; such an
+            // answer's connection, or an HTTP/1.0 one's with a
+            // Transfer-Encoding, is not used again.
             (
                 b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
                 Method::GET,
                 Framing::Chunked,
-                true,
+                false,
+            ),
+            (
+                b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n",
+                Method::GET,
+                Framing::Chunked,
+                false,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+                Method::GET,
+                Framing::UntilClose,
+                false,
             ),
             (
                 b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
@@ -579,6 +607,8 @@ mod tests {
             b"HTTP/2 200 OK\r\n\r\n",
             b"SSH-2.0-OpenSSH\r\n\r\n",
             b"HTTP/1.1 999999 X\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\xff\r\n\r\n",
         ];
         for text in bad {
             assert_eq!(
@@ -669,6 +699,16 @@ mod tests {
                 String::from_utf8_lossy(wire)
             );
         }
+        // The trailer section is bounded as a whole, not only per line.
+        let mut trailers = b"0\r\n".to_vec();
+        while trailers.len() <= MAX_TRAILER_BYTES + 64 {
+            trailers.extend_from_slice(b"X-T: 1\r\n");
+        }
+        trailers.extend_from_slice(b"\r\n");
+        assert_eq!(
+            decode_in_pieces(Framing::Chunked, &trailers, 512).unwrap_err(),
+            Malformed
+        );
         let mut endless = b"1".to_vec();
         endless.resize(MAX_CHUNK_LINE_BYTES + 2, b'0');
         assert_eq!(
