@@ -311,8 +311,8 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn an_idle_connection_the_server_closed_or_wrote_to_is_never_handed_out() {
+    /// A listener on a loopback port, and the key of that port.
+    async fn loopback() -> (TcpListener, Key<'static>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let key = Key {
@@ -320,6 +320,12 @@ mod tests {
             host: "127.0.0.1",
             port,
         };
+        (listener, key)
+    }
+
+    #[tokio::test]
+    async fn an_idle_connection_the_server_closed_or_wrote_to_is_never_handed_out() {
+        let (listener, key) = loopback().await;
         let hosts = Hosts::default();
         let host = hosts.get(&key, 4);
         let connector = connector();
@@ -360,13 +366,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_long_idle_connection_is_checked_on_the_socket_itself() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let key = Key {
-            tls: false,
-            host: "127.0.0.1",
-            port,
-        };
+        let (listener, key) = loopback().await;
         let connector = connector();
         let mut conns = Vec::new();
         let mut server_ends = Vec::new();
@@ -385,13 +385,7 @@ mod tests {
 
     #[tokio::test]
     async fn idle_connections_expire_and_the_pool_keeps_at_most_its_cap() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let key = Key {
-            tls: false,
-            host: "127.0.0.1",
-            port,
-        };
+        let (listener, key) = loopback().await;
         let hosts = Hosts::default();
         let host = hosts.get(&key, 4);
         assert!(Arc::ptr_eq(&host, &hosts.get(&key, 4)), "one host per key");
@@ -418,14 +412,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_host_without_a_listener_is_a_connect_error() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
+        let (listener, key) = loopback().await;
         drop(listener);
-        let key = Key {
-            tls: false,
-            host: "127.0.0.1",
-            port,
-        };
         assert!(connector().connect(&key).await.is_err());
     }
 }
