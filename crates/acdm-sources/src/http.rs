@@ -257,7 +257,6 @@ struct Body {
     /// Whether the server keeps the connection for another request.
     keep_alive: bool,
     host: Arc<Host>,
-    max_idle: usize,
 }
 
 impl std::fmt::Debug for Body {
@@ -278,7 +277,7 @@ impl Body {
             && self.decoder.is_done()
             && conn.buf.is_empty()
         {
-            self.host.checkin(conn, self.max_idle, IDLE_TIMEOUT);
+            self.host.checkin(conn);
         }
     }
 }
@@ -416,7 +415,7 @@ impl HttpClient {
                     connect_timeout: settings.connect_timeout,
                     tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
                 },
-                hosts: Hosts::default(),
+                hosts: Hosts::new(settings.max_connections_per_host, IDLE_TIMEOUT),
                 settings,
             }),
         })
@@ -465,24 +464,22 @@ impl HttpClient {
                 .await
                 .map_err(|error| Transport::of(&error, Transport::Connect))
         };
-        let mut conn = match host.checkout(IDLE_TIMEOUT) {
+        let mut conn = match host.checkout() {
             Some(conn) => conn,
             None => connect().await?,
         };
-        match round_trip(&mut conn, encoded, request).await {
-            Ok(head) => return Ok((head, conn)),
-            // Once, and on a new connection: a server that drops this
-            // request on every connection sees it twice, not once per
-            // idle connection.
-            Err(Trip::Closed) if conn.reused && idempotency == Idempotency::Read => {}
-            Err(Trip::Closed) => return Err(Transport::Send),
-            Err(Trip::Failed(failure)) => return Err(failure),
-        }
-        let mut conn = connect().await?;
-        match round_trip(&mut conn, encoded, request).await {
-            Ok(head) => Ok((head, conn)),
-            Err(Trip::Closed) => Err(Transport::Send),
-            Err(Trip::Failed(failure)) => Err(failure),
+        loop {
+            match round_trip(&mut conn, encoded, request).await {
+                Ok(head) => return Ok((head, conn)),
+                // On a new connection, which is not `reused`: a server that
+                // drops this request on every connection sees it twice,
+                // not once per idle connection.
+                Err(Trip::Closed) if conn.reused && idempotency == Idempotency::Read => {
+                    conn = connect().await?;
+                }
+                Err(Trip::Closed) => return Err(Transport::Send),
+                Err(Trip::Failed(failure)) => return Err(failure),
+            }
         }
     }
 
@@ -519,10 +516,7 @@ impl HttpClient {
                 "the request failed",
             ));
         };
-        let host = self
-            .inner
-            .hosts
-            .get(&key, settings.max_connections_per_host);
+        let host = self.inner.hosts.get(&key);
         // Whether any attempt reached the upstream: a call that never did
         // is `NotSent`, which a write's caller can trust as "nothing
         // happened".
@@ -555,7 +549,6 @@ impl HttpClient {
                         decoder: Decoder::new(head.framing),
                         keep_alive: head.keep_alive,
                         host: host.clone(),
-                        max_idle: settings.max_connections_per_host,
                     };
                     // An empty body: the connection is free at once.
                     if body.decoder.is_done() {

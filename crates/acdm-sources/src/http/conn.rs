@@ -136,6 +136,10 @@ pub(super) struct Host {
     port: u16,
     /// Requests in flight at once to this host.
     pub(super) slots: Arc<Semaphore>,
+    /// The most idle connections kept.
+    max_idle: usize,
+    /// How long an idle connection is kept.
+    idle_timeout: Duration,
     idle: Mutex<Vec<Conn>>,
 }
 
@@ -149,13 +153,19 @@ impl std::fmt::Debug for Host {
 }
 
 impl Host {
-    /// An idle connection that is still usable, the most recent first;
-    /// stale ones (idle past `idle_timeout`, or closed by the server) are
-    /// dropped on the way.
-    pub(super) fn checkout(&self, idle_timeout: Duration) -> Option<Conn> {
-        let now = Instant::now();
+    /// The idle connections, those idle past the timeout dropped.
+    fn idle(&self, now: Instant) -> std::sync::MutexGuard<'_, Vec<Conn>> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        idle.retain(|conn| now.saturating_duration_since(conn.idle_since) < idle_timeout);
+        idle.retain(|conn| now.saturating_duration_since(conn.idle_since) < self.idle_timeout);
+        idle
+    }
+
+    /// An idle connection that is still usable, the most recent first;
+    /// stale ones (expired, or closed by the server) are dropped on the
+    /// way.
+    pub(super) fn checkout(&self) -> Option<Conn> {
+        let now = Instant::now();
+        let mut idle = self.idle(now);
         while let Some(mut conn) = idle.pop() {
             if conn.quiet(now) {
                 conn.reused = true;
@@ -166,15 +176,12 @@ impl Host {
     }
 
     /// Keeps a connection whose last answer was read whole, for the next
-    /// request. At most `max_idle` are kept; expired ones make room.
-    pub(super) fn checkin(&self, mut conn: Conn, max_idle: usize, idle_timeout: Duration) {
+    /// request, if fewer than the most kept are idle.
+    pub(super) fn checkin(&self, mut conn: Conn) {
         let now = Instant::now();
         conn.idle_since = now;
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.len() >= max_idle {
-            idle.retain(|conn| now.saturating_duration_since(conn.idle_since) < idle_timeout);
-        }
-        if idle.len() < max_idle {
+        let mut idle = self.idle(now);
+        if idle.len() < self.max_idle {
             idle.push(conn);
         }
     }
@@ -182,14 +189,27 @@ impl Host {
 
 /// The hosts this client has talked to. There are a few (the wiki's and
 /// the file store's), so a list is searched without building a key.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Hosts {
     hosts: Mutex<Vec<Arc<Host>>>,
+    /// Each host's request slots, and the most idle connections it keeps.
+    per_host: usize,
+    idle_timeout: Duration,
 }
 
 impl Hosts {
-    /// The host for `key`, created with `slots` request slots on first use.
-    pub(super) fn get(&self, key: &Key<'_>, slots: usize) -> Arc<Host> {
+    /// No hosts yet; each will have `per_host` request slots and keep as
+    /// many idle connections, each for `idle_timeout`.
+    pub(super) fn new(per_host: usize, idle_timeout: Duration) -> Self {
+        Self {
+            hosts: Mutex::default(),
+            per_host: per_host.max(1),
+            idle_timeout,
+        }
+    }
+
+    /// The host for `key`, created on first use.
+    pub(super) fn get(&self, key: &Key<'_>) -> Arc<Host> {
         let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(host) = hosts
             .iter()
@@ -201,7 +221,9 @@ impl Hosts {
             tls: key.tls,
             host: key.host.to_owned(),
             port: key.port,
-            slots: Arc::new(Semaphore::new(slots.max(1))),
+            slots: Arc::new(Semaphore::new(self.per_host)),
+            max_idle: self.per_host,
+            idle_timeout: self.idle_timeout,
             idle: Mutex::new(Vec::new()),
         });
         hosts.push(host.clone());
@@ -326,8 +348,7 @@ mod tests {
     #[tokio::test]
     async fn an_idle_connection_the_server_closed_or_wrote_to_is_never_handed_out() {
         let (listener, key) = loopback().await;
-        let hosts = Hosts::default();
-        let host = hosts.get(&key, 4);
+        let host = Hosts::new(8, Duration::from_secs(60)).get(&key);
         let connector = connector();
 
         // Three connections: one the server leaves alone, one it closes,
@@ -337,7 +358,7 @@ mod tests {
             let conn = connector.connect(&key).await.unwrap();
             let (server, _) = listener.accept().await.unwrap();
             server_ends.push(server);
-            host.checkin(conn, 8, Duration::from_secs(60));
+            host.checkin(conn);
         }
         let mut quiet = server_ends.remove(0);
         drop(server_ends.remove(0));
@@ -350,11 +371,9 @@ mod tests {
         // yield does before the task runs again.
         tokio::task::yield_now().await;
 
-        let mut conn = host
-            .checkout(Duration::from_secs(60))
-            .expect("the quiet one");
+        let mut conn = host.checkout().expect("the quiet one");
         assert!(conn.reused);
-        assert!(host.checkout(Duration::from_secs(60)).is_none());
+        assert!(host.checkout().is_none());
         // It is the connection the server kept: a byte goes through.
         tokio::io::AsyncWriteExt::write_all(&mut conn.stream, b"x")
             .await
@@ -386,28 +405,26 @@ mod tests {
     #[tokio::test]
     async fn idle_connections_expire_and_the_pool_keeps_at_most_its_cap() {
         let (listener, key) = loopback().await;
-        let hosts = Hosts::default();
-        let host = hosts.get(&key, 4);
-        assert!(Arc::ptr_eq(&host, &hosts.get(&key, 4)), "one host per key");
+        let hosts = Hosts::new(2, Duration::from_secs(60));
+        let host = hosts.get(&key);
+        assert!(Arc::ptr_eq(&host, &hosts.get(&key)), "one host per key");
         let connector = connector();
         let mut server_ends = Vec::new();
         for _ in 0..3 {
             let conn = connector.connect(&key).await.unwrap();
             server_ends.push(listener.accept().await.unwrap().0);
-            host.checkin(conn, 2, Duration::from_secs(60));
+            host.checkin(conn);
         }
-        assert!(host.checkout(Duration::from_secs(60)).is_some());
-        assert!(host.checkout(Duration::from_secs(60)).is_some());
-        assert!(
-            host.checkout(Duration::from_secs(60)).is_none(),
-            "the third was not kept"
-        );
+        assert!(host.checkout().is_some());
+        assert!(host.checkout().is_some());
+        assert!(host.checkout().is_none(), "the third was not kept");
 
+        // A host whose idle connections expire at once keeps none.
+        let host = Hosts::new(2, Duration::ZERO).get(&key);
         let conn = connector.connect(&key).await.unwrap();
         server_ends.push(listener.accept().await.unwrap().0);
-        host.checkin(conn, 2, Duration::from_secs(60));
-        // Idle for longer than a zero timeout: expired.
-        assert!(host.checkout(Duration::ZERO).is_none(), "expired");
+        host.checkin(conn);
+        assert!(host.checkout().is_none(), "expired");
     }
 
     #[tokio::test]
