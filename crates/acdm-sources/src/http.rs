@@ -782,6 +782,7 @@ pub(crate) fn unexpected_status(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use acdm_test_support::loopback::read_request;
 
     #[test]
     fn retry_after_reads_seconds_and_gitlab_reset() {
@@ -961,31 +962,9 @@ mod tests {
                     tokio::spawn(async move {
                         let mut buf = Vec::new();
                         for on_conn in 0.. {
-                            // One request: its head, then its body.
-                            let end = loop {
-                                if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                                    break end + 4;
-                                }
-                                let mut chunk = [0u8; 4096];
-                                match stream.read(&mut chunk).await {
-                                    Ok(0) | Err(_) => return,
-                                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                                }
-                            };
-                            let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
-                            let length: usize = head
-                                .lines()
-                                .find_map(|l| l.strip_prefix("content-length:"))
-                                .and_then(|v| v.trim().parse().ok())
-                                .unwrap_or(0);
-                            while buf.len() < end + length {
-                                let mut chunk = [0u8; 4096];
-                                match stream.read(&mut chunk).await {
-                                    Ok(0) | Err(_) => return,
-                                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                                }
+                            if read_request(&mut stream, &mut buf).await.is_none() {
+                                return;
                             }
-                            buf.drain(..end + length);
                             r.fetch_add(1, Ordering::SeqCst);
                             match answer(number, on_conn) {
                                 Some(bytes) => {

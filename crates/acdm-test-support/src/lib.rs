@@ -5,13 +5,15 @@
 //! and the BFF's black-box suite run against; [`traversal`] loads the
 //! traversal corpus and holds the one oracle that judges where a request
 //! path lands; [`snapshot`] compares the wire contract with its committed
-//! JSON.
+//! JSON; [`loopback`] reads requests for the loopback doubles of an
+//! upstream.
 
 #![expect(
     clippy::panic,
     reason = "test support: a broken test environment must fail the test loudly"
 )]
 
+pub mod loopback;
 pub mod snapshot;
 pub mod traversal;
 pub mod wsgidav;

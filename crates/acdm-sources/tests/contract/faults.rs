@@ -17,10 +17,11 @@ use acdm_sources::{
     FileReader, FileSearch, FileWriter, GitRef, Precondition, ReadRange, SourceError, WikiQuery,
     WikiSource,
 };
+use acdm_test_support::loopback::read_request;
 use bytes::Bytes;
 use secrecy::SecretString;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
 use tokio::time::Instant;
 
 use crate::harness::abs;
@@ -48,39 +49,6 @@ struct FaultServer {
     connections: Arc<AtomicUsize>,
 }
 
-async fn read_request(stream: &mut TcpStream) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let Ok(n) = stream.read(&mut chunk).await else {
-            return;
-        };
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            let mut have = buf.len() - end - 4;
-            while have < length {
-                let Ok(n) = stream.read(&mut chunk).await else {
-                    return;
-                };
-                if n == 0 {
-                    return;
-                }
-                have += n;
-            }
-            return;
-        }
-    }
-}
-
 fn head(status: u16, content_type: &str, length: usize) -> String {
     format!(
         "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
@@ -106,7 +74,8 @@ impl FaultServer {
                         drop(stream); // unread request bytes: the kernel resets
                         return;
                     }
-                    read_request(&mut stream).await;
+                    // A request cut short is answered all the same.
+                    let _ = read_request(&mut stream, &mut Vec::new()).await;
                     match behavior {
                         Behavior::Stall => tokio::time::sleep(Duration::from_secs(60)).await,
                         Behavior::Reset => {}

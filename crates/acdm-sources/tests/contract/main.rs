@@ -8,7 +8,6 @@
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
-    clippy::indexing_slicing,
     reason = "tests fail loudly and report what they measured"
 )]
 
