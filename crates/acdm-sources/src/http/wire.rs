@@ -3,6 +3,8 @@
 //! here: the connection code feeds bytes in and takes pieces out, so every
 //! rule is tested on plain buffers.
 
+use std::io::Write as _;
+
 use bytes::{Buf, Bytes, BytesMut};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Version, header};
 use url::{Position, Url};
@@ -32,7 +34,7 @@ pub(super) fn encode_request(
     defaults: &[(HeaderName, HeaderValue)],
     body_len: usize,
 ) -> Option<()> {
-    let host = url.host_str().filter(|h| !h.is_empty())?;
+    url.host_str().filter(|h| !h.is_empty())?;
     let target = match &url[Position::BeforePath..Position::AfterQuery] {
         "" => "/",
         target => target,
@@ -46,11 +48,8 @@ pub(super) fn encode_request(
     out.push(b' ');
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\nhost: ");
-    out.extend_from_slice(host.as_bytes());
-    if let Some(port) = url.port() {
-        out.push(b':');
-        out.extend_from_slice(port.to_string().as_bytes());
-    }
+    // The URL's own `host[:port]` (a default port is not in it).
+    out.extend_from_slice(url[Position::BeforeHost..Position::AfterPort].as_bytes());
     out.extend_from_slice(b"\r\n");
     for (name, value) in headers {
         if is_framing(name) {
@@ -66,9 +65,8 @@ pub(super) fn encode_request(
     // A body, or a method that carries one, states its length (an empty
     // PUT is a file of no bytes, not a request still being sent).
     if body_len > 0 || !matches!(*method, Method::GET | Method::HEAD) {
-        out.extend_from_slice(b"content-length: ");
-        out.extend_from_slice(body_len.to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
+        // Writing to a Vec cannot fail.
+        let _ = write!(out, "content-length: {body_len}\r\n");
     }
     out.extend_from_slice(b"\r\n");
     Some(())
