@@ -48,6 +48,7 @@ use crate::config::Config;
 use crate::gate::ServiceGate;
 use crate::health::{self, Readiness};
 use crate::http;
+use crate::lanes::Lanes;
 use crate::periodic::{Periodic, Round};
 use crate::server::{self, ConnectionLimits};
 
@@ -342,6 +343,8 @@ pub struct Application {
     skip_prestop: Arc<AtomicBool>,
     grace: Duration,
     limits: ConnectionLimits,
+    /// The connection threads.
+    lanes: Lanes,
 }
 
 impl Application {
@@ -430,9 +433,24 @@ impl Application {
                 });
             }
         };
+        let threads = match config.connection_threads {
+            0 => std::thread::available_parallelism().map_or(1, usize::from),
+            n => n,
+        };
+        let lanes = match Lanes::start(threads) {
+            Ok(lanes) => lanes,
+            Err(error) => {
+                periodic.join(Duration::ZERO).await;
+                return Err(error).with_context(|| {
+                    format!("cannot start {threads} connection threads (ACDM_CONNECTION_THREADS)")
+                });
+            }
+        };
+        tracing::info!(threads = lanes.count(), "connection threads started");
         Ok(Self {
             router: router(&state),
             listener,
+            lanes,
             state,
             periodic,
             shutdown,
@@ -483,7 +501,9 @@ impl Application {
             skip_prestop,
             grace,
             limits,
+            lanes,
         } = self;
+        let lanes = Arc::new(lanes);
         let readiness = state.readiness.clone();
         let (stop, stopped) = (shutdown.clone(), state.stopped.clone());
         let server = server::serve(
@@ -491,6 +511,7 @@ impl Application {
             router,
             limits,
             state.http_metrics.open_connections.clone(),
+            lanes.clone(),
             async move {
                 stop.cancelled().await;
                 readiness.set_draining();
@@ -529,6 +550,11 @@ impl Application {
         // still running is cut short (each is safe to interrupt).
         periodic.join(PERIODIC_STOP).await;
         state.store.close().await;
+        // Last: a database connection made during a request is registered
+        // with its lane's event loop.
+        if let Ok(lanes) = Arc::try_unwrap(lanes) {
+            lanes.stop().await;
+        }
         tracing::info!("stopped");
         Ok(())
     }

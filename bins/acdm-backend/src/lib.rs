@@ -25,6 +25,7 @@ pub mod gate;
 pub mod health;
 pub mod http;
 pub mod import;
+pub mod lanes;
 pub mod periodic;
 pub mod server;
 pub mod telemetry;

@@ -65,6 +65,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::lanes::Lanes;
+
 /// Bounds on what clients can hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
@@ -115,12 +117,14 @@ const CAP_WARNING_INTERVAL: Duration = Duration::from_secs(60);
 const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_secs(1);
 
 /// Serves `router` on `listener` until `signal` resolves, then drains: see
-/// the module documentation. `open` counts the open connections.
+/// the module documentation. `open` counts the open connections; each
+/// runs on one of `lanes`, the thread it was handed to when accepted.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: ConnectionLimits,
     open: Gauge,
+    lanes: Arc<Lanes>,
     signal: impl Future<Output = ()>,
 ) {
     let mut signal = pin!(signal);
@@ -128,9 +132,19 @@ pub async fn serve(
     let draining = CancellationToken::new();
     let mut connections = JoinSet::new();
     let mut last_cap_warning: Option<Instant> = None;
-    let serving = |stream, peer, permit| {
+    let serving = |stream: TcpStream, peer, permit| {
         let slot = Slot::new(permit, open.clone());
-        connection(stream, peer, router.clone(), limits, draining.clone(), slot)
+        let (router, draining) = (router.clone(), draining.clone());
+        // Its socket leaves this runtime's event loop for its lane's.
+        let stream = stream.into_std();
+        async move {
+            match stream.and_then(TcpStream::from_std) {
+                Ok(stream) => connection(stream, peer, router, limits, draining, slot).await,
+                Err(error) => {
+                    tracing::debug!(%error, %peer, "connection lost on its way to its thread");
+                }
+            }
+        }
     };
     loop {
         // Finished connections are reaped here so the set stays small.
@@ -173,12 +187,12 @@ pub async fn serve(
                 }
             },
         };
-        connections.spawn(serving(stream, peer, Some(slot)));
+        lanes.spawn(&mut connections, serving(stream, peer, Some(slot)));
     }
     // Each connection accepted from here on is answered once and closed;
     // none waits for a slot, since the listener's close would reset it.
     close_without_reset(listener, |stream, peer| {
-        connections.spawn(serving(stream, peer, None));
+        lanes.spawn(&mut connections, serving(stream, peer, None));
     })
     .await;
     draining.cancel();
@@ -407,9 +421,16 @@ mod tests {
     }
 
     fn start(max_connections: usize) -> Running {
+        start_on(max_connections, Lanes::none())
+    }
+
+    fn start_on(max_connections: usize, lanes: Lanes) -> Running {
         let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let addr = listener.local_addr().unwrap();
-        let router = Router::new().route("/", get(|| async { "hello" }));
+        let router = Router::new().route("/", get(|| async { "hello" })).route(
+            "/thread",
+            get(|| async { std::thread::current().name().unwrap_or("").to_owned() }),
+        );
         let limits = ConnectionLimits {
             header_read_timeout: Duration::from_secs(30),
             max_connections,
@@ -421,6 +442,7 @@ mod tests {
             router,
             limits,
             open.clone(),
+            Arc::new(lanes),
             stop.clone().cancelled_owned(),
         ));
         Running {
@@ -471,6 +493,62 @@ mod tests {
         server.await.unwrap();
         assert_eq!(open.get(), 0);
         assert!(TcpStream::connect(addr).await.is_err(), "closed");
+    }
+
+    /// Sends `GET path` on `stream` (kept alive) and reads the answer's body.
+    async fn get_on(stream: &mut TcpStream, path: &str) -> String {
+        let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let mut chunk = [0u8; 1024];
+        loop {
+            let n = stream.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "answered");
+            answer.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&answer).into_owned();
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length: "))
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                if body.len() == length {
+                    return body.to_owned();
+                }
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn connections_run_on_the_lanes_they_were_handed_to_and_drain_there() {
+        let Running {
+            addr,
+            open,
+            stop,
+            task: server,
+        } = start_on(8, Lanes::start(2).unwrap());
+        let (mut first, mut second) = (
+            TcpStream::connect(addr).await.unwrap(),
+            TcpStream::connect(addr).await.unwrap(),
+        );
+        open_reaches(&open, 2).await;
+        // Each connection stays on its thread, request after request.
+        for _ in 0..3 {
+            assert_eq!(get_on(&mut first, "/thread").await, "acdm-lane-0");
+            assert_eq!(get_on(&mut second, "/thread").await, "acdm-lane-1");
+        }
+        stop.cancel();
+        for stream in [&mut first, &mut second] {
+            let mut rest = Vec::new();
+            assert_eq!(
+                stream.read_to_end(&mut rest).await.unwrap(),
+                0,
+                "closed as idle"
+            );
+        }
+        server.await.unwrap();
+        assert_eq!(open.get(), 0);
     }
 
     #[tokio::test]

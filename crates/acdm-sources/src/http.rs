@@ -1033,6 +1033,41 @@ mod tests {
         assert_eq!((server.connections(), server.requests()), (1, 6));
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_idle_connection_goes_only_to_a_request_on_the_runtime_that_made_it() {
+        let server = Scripted::start(|_, _| {
+            Some(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec())
+        })
+        .await;
+        let client = client(0);
+        assert_eq!(get(&client, &server).await.unwrap(), b"ok");
+        // Another runtime, as another of the service's connection threads
+        // is: its socket would be woken from this runtime's event loop, so
+        // it makes a connection of its own, and reuses that one.
+        let (other, request) = (client.clone(), server.request(Method::GET));
+        let bodies = tokio::task::spawn_blocking(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let mut bodies = Vec::new();
+                for _ in 0..2 {
+                    let answer = other.send("test", Idempotency::Read, &request).await;
+                    bodies.push(read_capped("test", answer.unwrap(), 1 << 10).await.unwrap());
+                }
+                bodies
+            })
+        })
+        .await
+        .unwrap();
+        assert_eq!(bodies, [b"ok".to_vec(), b"ok".to_vec()]);
+        assert_eq!((server.connections(), server.requests()), (2, 3));
+        // Back here, the first connection is still kept for this runtime.
+        assert_eq!(get(&client, &server).await.unwrap(), b"ok");
+        assert_eq!((server.connections(), server.requests()), (2, 4));
+    }
+
     #[tokio::test]
     async fn an_answer_dropped_half_read_closes_its_connection_and_an_empty_one_does_not() {
         let server = Scripted::start(|_, n| {

@@ -250,6 +250,10 @@ settings! {
         /// backlog until one closes (they are not refused). Keep it below the process's
         /// file-descriptor limit, leaving room for the database pool and upstream calls.
         max_connections: usize = "ACDM_MAX_CONNECTIONS", default "512", Count(1..=65_536);
+        /// Threads that serve connections (0–256; 0: one per CPU core the process may use). Each
+        /// runs its own event loop, and a connection stays on the thread it was handed to when
+        /// accepted (the one with the fewest open), as nginx's worker processes do.
+        connection_threads: usize = "ACDM_CONNECTION_THREADS", default "0", Count(0..=256);
         /// On SIGTERM, how long the server goes on serving while `/readyz` answers 503 `draining`
         /// (0–300), so a load balancer that probes it stops sending before the listener closes;
         /// responses meanwhile ask their client to close the connection. SIGINT (Ctrl-C) skips it.

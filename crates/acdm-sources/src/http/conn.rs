@@ -2,6 +2,13 @@
 //! per host while idle, and handed to one request at a time. The exchange
 //! runs in the calling task: no connection task, no channel between the
 //! request and its socket.
+//!
+//! A socket is registered with the event loop of the tokio runtime that
+//! made it, and that loop alone learns when it is ready. A server that
+//! runs one runtime per core (the service's connection threads) would, on
+//! reusing a connection made on another runtime, have every answer wake
+//! it from that other thread; so an idle connection is handed only to a
+//! request on the runtime that made it.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -80,6 +87,15 @@ pub(super) struct Conn {
     /// Whether it served a request before this one.
     pub(super) reused: bool,
     idle_since: Instant,
+    /// The runtime whose event loop its socket is registered with.
+    runtime: Option<tokio::runtime::Id>,
+}
+
+/// The runtime the caller runs on, if any.
+fn current_runtime() -> Option<tokio::runtime::Id> {
+    tokio::runtime::Handle::try_current()
+        .ok()
+        .map(|handle| handle.id())
 }
 
 impl Conn {
@@ -160,13 +176,15 @@ impl Host {
         idle
     }
 
-    /// An idle connection that is still usable, the most recent first;
-    /// stale ones (expired, or closed by the server) are dropped on the
-    /// way.
+    /// An idle connection made on the caller's runtime that is still
+    /// usable, the most recent first; stale ones (expired, or closed by the
+    /// server) are dropped on the way.
     pub(super) fn checkout(&self) -> Option<Conn> {
         let now = Instant::now();
+        let here = current_runtime();
         let mut idle = self.idle(now);
-        while let Some(mut conn) = idle.pop() {
+        while let Some(at) = idle.iter().rposition(|conn| conn.runtime == here) {
+            let mut conn = idle.remove(at);
             if conn.quiet(now) {
                 conn.reused = true;
                 return Some(conn);
@@ -292,6 +310,7 @@ impl Connector {
             buf: BytesMut::with_capacity(16 * 1024),
             reused: false,
             idle_since: Instant::now(),
+            runtime: current_runtime(),
         })
     }
 }

@@ -1,10 +1,14 @@
 //! The HTTP bench's tables: one per concurrency, each scenario's figures
 //! next to the one-hop floor's, and the targets read off them.
 //!
-//! The floor runs first and again last at each concurrency; its figures
-//! are the mean of the two runs, so a machine that got busier or quieter
-//! during the block moves both ends alike. Ratios are req/s over the
-//! floor's req/s; "p99 over floor" is the p99 minus the floor's p99.
+//! The floor runs first and again last at each concurrency; its req/s is
+//! the mean of the two runs, so a machine that got busier or quieter
+//! during the block moves both ends alike. Its p99 is the lower of the
+//! two: nginx's proxy has runs where a few hundred answers wait 40–100 ms
+//! for a delayed ACK (seen on loopback, with nginx alone on the machine),
+//! and a floor run hit by them would make any service's tail look short.
+//! Ratios are req/s over the floor's req/s; "p99 over floor" is the p99
+//! minus the floor's p99.
 
 use std::fmt::Write as _;
 
@@ -32,7 +36,8 @@ pub(crate) struct Block {
     pub(crate) rows: Vec<Row>,
 }
 
-/// The floor's req/s and p99 (µs) at one concurrency.
+/// The floor's req/s (mean of its runs) and p99 (µs, the lowest of its
+/// runs) at one concurrency.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Floor {
     /// Answers per second.
@@ -42,7 +47,7 @@ pub(crate) struct Floor {
 }
 
 impl Block {
-    /// The floor: the mean of its runs.
+    /// The floor: the mean req/s of its runs, and their lowest p99.
     pub(crate) fn floor(&self) -> Option<Floor> {
         let runs: Vec<&Figures> = self
             .rows
@@ -56,7 +61,10 @@ impl Block {
         let n = runs.len() as f64;
         Some(Floor {
             rate: runs.iter().map(|f| f.rate()).sum::<f64>() / n,
-            p99_us: runs.iter().map(|f| f.p99_us as f64).sum::<f64>() / n,
+            p99_us: runs
+                .iter()
+                .map(|f| f.p99_us as f64)
+                .fold(f64::INFINITY, f64::min),
         })
     }
 
@@ -92,7 +100,7 @@ impl Block {
         if let Some(floor) = floor {
             let _ = writeln!(
                 out,
-                "floor (mean of its two runs): {:.0} req/s, p99 {:.2} ms",
+                "floor: {:.0} req/s (mean of its two runs), p99 {:.2} ms (the lower of the two)",
                 floor.rate,
                 floor.p99_us / 1000.0
             );
@@ -285,14 +293,19 @@ mod tests {
     }
 
     #[test]
-    fn the_floor_is_the_mean_of_its_runs_and_rows_are_read_against_it() {
+    fn the_floor_is_the_mean_rate_and_the_lower_p99_of_its_runs_and_rows_are_read_against_it() {
         let b = block(16);
         let floor = b.floor().unwrap();
         assert!((floor.rate - 32_000.0).abs() < 1e-6);
-        assert!((floor.p99_us - 1_200.0).abs() < 1e-6);
+        assert!((floor.p99_us - 1_000.0).abs() < 1e-6);
         assert!((b.ratio(NC_READ).unwrap() - 0.5).abs() < 1e-9);
-        assert!((b.added_p99_ms(NC_READ).unwrap() - 1.3).abs() < 1e-9);
-        assert!((b.added_p99_ms(MCP_READ_FILE).unwrap() - 0.6).abs() < 1e-9);
+        assert!((b.added_p99_ms(NC_READ).unwrap() - 1.5).abs() < 1e-9);
+        assert!((b.added_p99_ms(MCP_READ_FILE).unwrap() - 0.8).abs() < 1e-9);
+        // A floor run stalled by delayed ACKs does not lift the reference.
+        let mut stalled = block(32);
+        stalled.rows[3].figures.p99_us = 45_000;
+        assert!((stalled.floor().unwrap().p99_us - 1_000.0).abs() < 1e-6);
+        assert!((stalled.added_p99_ms(NC_READ).unwrap() - 1.5).abs() < 1e-9);
         assert_eq!(b.ratio("no such row"), None);
         let empty = Block {
             concurrency: 16,
@@ -309,10 +322,15 @@ mod tests {
         b.rows[1].figures.sample = Some("429 {}".to_owned());
         let table = b.table("SQLite");
         assert!(table.starts_with("### C=32 — SQLite\n"), "{table}");
-        assert!(table.contains("floor (mean of its two runs): 32000 req/s, p99 1.20 ms"));
         assert!(
             table.contains(
-                "| BFF nc/read (4 KiB) | 16000 | 1.25 | 2.50 | 0.50 | +1.30 | 30 | **3** |"
+                "floor: 32000 req/s (mean of its two runs), p99 1.00 ms (the lower of the two)"
+            ),
+            "{table}"
+        );
+        assert!(
+            table.contains(
+                "| BFF nc/read (4 KiB) | 16000 | 1.25 | 2.50 | 0.50 | +1.50 | 30 | **3** |"
             ),
             "{table}"
         );
@@ -349,11 +367,11 @@ mod tests {
         );
         assert!(
             text.contains(
-                "BFF nc/read (4 KiB) at C=32, p99 over the floor's ≤ 1 ms: +1.30 ms — NOT met"
+                "BFF nc/read (4 KiB) at C=32, p99 over the floor's ≤ 1 ms: +1.50 ms — NOT met"
             ),
             "{text}"
         );
-        assert!(text.contains("MCP acdm_read_nextcloud_file (4 KiB) at C=32, p99 over the floor's ≤ 1 ms: +0.60 ms — met"), "{text}");
+        assert!(text.contains("MCP acdm_read_nextcloud_file (4 KiB) at C=32, p99 over the floor's ≤ 1 ms: +0.80 ms — met"), "{text}");
         assert!(text.contains("RSS idle ≤ 30 MB: 12.0 MB — met"), "{text}");
         assert!(
             text.contains("RSS after the C=64 runs ≤ 80 MB: 90.0 MB (peak 95.0 MB) — NOT met"),

@@ -1,0 +1,230 @@
+//! The threads connections are served on: one event loop per core, each a
+//! tokio current-thread runtime, as nginx runs one worker process per
+//! core (`ACDM_CONNECTION_THREADS`).
+//!
+//! The accept loop hands each new connection to the lane with the fewest
+//! open connections, and it stays there: its requests, the upstream
+//! exchanges they make and the tasks they spawn run on that thread. The
+//! upstream client hands an idle connection only to a request on the
+//! runtime that made it, so an answer from upstream wakes the thread that
+//! waits for it. On one work-stealing runtime, every readiness event woke
+//! a task that either worker might run, and the wake-ups between the
+//! workers cost about a quarter of the hot path's CPU and most of its
+//! latency tail (`docs/performance.md`).
+//!
+//! The trade-off is nginx's: a request that computes for long holds up the
+//! other connections of its lane, where a work-stealing runtime would
+//! have moved them. Nothing the service answers computes for long (a
+//! folder listing renders in tens of microseconds; hashing and database
+//! work run on their own threads).
+//!
+//! Everything else (the accept loop, the periodic tasks, the database
+//! pool's upkeep) stays on the main runtime. The lanes stop after the
+//! database closes: a pooled connection made during a request is
+//! registered with its lane's event loop.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+use tokio::task::JoinSet;
+
+/// How long a stopping lane waits for blocking work its requests started.
+const LANE_STOP_WAIT: Duration = Duration::from_secs(1);
+
+/// The connection threads, or none (connections run on the caller's
+/// runtime).
+#[derive(Debug)]
+pub struct Lanes {
+    lanes: Vec<Lane>,
+}
+
+#[derive(Debug)]
+struct Lane {
+    handle: Handle,
+    /// Connections open on it.
+    open: Arc<AtomicUsize>,
+    /// Dropped, or sent to, to stop it.
+    stop: oneshot::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// A connection's place on its lane, given back when the connection ends.
+struct Seat(Arc<AtomicUsize>);
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Lanes {
+    /// No threads of their own: connections run on the runtime that
+    /// accepts them.
+    pub fn none() -> Self {
+        Self { lanes: Vec::new() }
+    }
+
+    /// `count` threads (`acdm-lane-N`), each running its own event loop.
+    pub fn start(count: usize) -> std::io::Result<Self> {
+        let mut lanes = Vec::with_capacity(count);
+        for index in 0..count {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .thread_name(format!("acdm-lane-{index}-blocking"))
+                .build()?;
+            let handle = runtime.handle().clone();
+            let (stop, stopped) = oneshot::channel::<()>();
+            let thread = std::thread::Builder::new()
+                .name(format!("acdm-lane-{index}"))
+                .spawn(move || {
+                    runtime.block_on(async {
+                        let _ = stopped.await;
+                    });
+                    // Tasks still there (none once the connections
+                    // drained) are dropped.
+                    runtime.shutdown_timeout(LANE_STOP_WAIT);
+                })?;
+            lanes.push(Lane {
+                handle,
+                open: Arc::default(),
+                stop,
+                thread,
+            });
+        }
+        Ok(Self { lanes })
+    }
+
+    /// The number of threads.
+    pub fn count(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// Runs `connection` in `set`: on the lane with the fewest open
+    /// connections, or here when there are no lanes.
+    pub(crate) fn spawn(
+        &self,
+        set: &mut JoinSet<()>,
+        connection: impl Future<Output = ()> + Send + 'static,
+    ) {
+        let Some(lane) = self
+            .lanes
+            .iter()
+            .min_by_key(|l| l.open.load(Ordering::Relaxed))
+        else {
+            set.spawn(connection);
+            return;
+        };
+        lane.open.fetch_add(1, Ordering::Relaxed);
+        let seat = Seat(lane.open.clone());
+        set.spawn_on(
+            async move {
+                let _seat = seat;
+                connection.await;
+            },
+            &lane.handle,
+        );
+    }
+
+    /// Stops every thread, once what runs on them is no longer needed:
+    /// tasks still there are dropped.
+    pub async fn stop(self) {
+        let threads: Vec<_> = self
+            .lanes
+            .into_iter()
+            .map(|lane| {
+                let _ = lane.stop.send(());
+                lane.thread
+            })
+            .collect();
+        if threads.is_empty() {
+            return;
+        }
+        let joined = tokio::task::spawn_blocking(move || {
+            for thread in threads {
+                let _ = thread.join();
+            }
+        });
+        let _ = joined.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread_name() -> String {
+        std::thread::current().name().unwrap_or("").to_owned()
+    }
+
+    #[tokio::test]
+    async fn each_connection_goes_to_the_least_busy_lane_and_runs_there() {
+        let lanes = Lanes::start(2).unwrap();
+        let mut set = JoinSet::new();
+        let (names, hold) = (
+            Arc::new(std::sync::Mutex::new(Vec::new())),
+            Arc::new(tokio::sync::Notify::new()),
+        );
+        let open_on = |lanes: &Lanes| -> Vec<usize> {
+            lanes
+                .lanes
+                .iter()
+                .map(|l| l.open.load(Ordering::Relaxed))
+                .collect()
+        };
+        for _ in 0..3 {
+            let (names, hold) = (names.clone(), hold.clone());
+            let (started, ready) = oneshot::channel();
+            lanes.spawn(&mut set, async move {
+                names.lock().unwrap().push(thread_name());
+                let _ = started.send(());
+                hold.notified().await;
+            });
+            ready.await.unwrap();
+        }
+        // Three open: the third went to the lane with fewer.
+        let mut seen = names.lock().unwrap().clone();
+        assert_eq!(seen[..2], ["acdm-lane-0", "acdm-lane-1"]);
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen, ["acdm-lane-0", "acdm-lane-1"]);
+        assert_eq!(open_on(&lanes).iter().sum::<usize>(), 3);
+        // Ended connections give their seat back.
+        hold.notify_waiters();
+        while set.join_next().await.is_some() {}
+        assert_eq!(open_on(&lanes), [0, 0]);
+        lanes.stop().await;
+    }
+
+    #[tokio::test]
+    async fn without_lanes_connections_run_on_the_callers_runtime() {
+        let lanes = Lanes::none();
+        let mut set = JoinSet::new();
+        let here = Handle::current().id();
+        lanes.spawn(&mut set, async move {
+            assert_eq!(Handle::current().id(), here);
+        });
+        set.join_next().await.unwrap().unwrap();
+        assert_eq!(lanes.count(), 0);
+        lanes.stop().await;
+    }
+
+    #[tokio::test]
+    async fn stopping_drops_what_still_runs_on_a_lane() {
+        let lanes = Lanes::start(1).unwrap();
+        let mut set = JoinSet::new();
+        let (started, ready) = oneshot::channel();
+        let (_never, forever) = oneshot::channel::<()>();
+        lanes.spawn(&mut set, async move {
+            let _ = started.send(());
+            let _ = forever.await;
+        });
+        ready.await.unwrap();
+        lanes.stop().await;
+        let ended = set.join_next().await.unwrap();
+        assert!(ended.unwrap_err().is_cancelled());
+    }
+}
