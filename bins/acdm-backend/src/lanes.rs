@@ -9,14 +9,21 @@
 //! runtime that made it, so an answer from upstream wakes the thread that
 //! waits for it. On one work-stealing runtime, every readiness event woke
 //! a task that either worker might run, and the wake-ups between the
-//! workers cost about a quarter of the hot path's CPU and most of its
-//! latency tail (`docs/performance.md`).
+//! workers cost about a fifth of the hot path's CPU (`docs/performance.md`,
+//! "One event loop per core").
+//!
+//! Two kinds of work do cross threads. An MCP session (`ACDM_MCP_SESSIONS`)
+//! runs on the thread of the connection that opened it, whichever
+//! connection brings its later calls. A PostgreSQL connection does its
+//! I/O in the task that uses it, and is registered with the event loop
+//! of the thread that opened it, which other threads and the periodic
+//! tasks then share; the hot path's reads do not query the database.
 //!
 //! The trade-off is nginx's: a request that computes for long holds up the
 //! other connections of its lane, where a work-stealing runtime would
 //! have moved them. Nothing the service answers computes for long (a
-//! folder listing renders in tens of microseconds; hashing and database
-//! work run on their own threads).
+//! folder listing renders in tens of microseconds; file hashing and
+//! SQLite run on threads of their own).
 //!
 //! Everything else (the accept loop, the periodic tasks, the database
 //! pool's upkeep) stays on the main runtime. The lanes stop after the
@@ -74,6 +81,9 @@ impl Lanes {
         for index in 0..count {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                // The threads blocking work may take, shared out: as many
+                // in all as one runtime has by default.
+                .max_blocking_threads((512 / count).max(1))
                 .thread_name(format!("acdm-lane-{index}-blocking"))
                 .build()?;
             let handle = runtime.handle().clone();
@@ -160,43 +170,48 @@ mod tests {
         std::thread::current().name().unwrap_or("").to_owned()
     }
 
+    /// Spawns a connection on `lanes` that holds its seat until `release`
+    /// is dropped or sent to; returns the name of the thread it runs on.
+    async fn hold(lanes: &Lanes, set: &mut JoinSet<()>) -> (String, oneshot::Sender<()>) {
+        let (started, ready) = oneshot::channel();
+        let (release, released) = oneshot::channel::<()>();
+        lanes.spawn(set, async move {
+            let _ = started.send(thread_name());
+            let _ = released.await;
+        });
+        (ready.await.unwrap(), release)
+    }
+
+    fn open_on(lanes: &Lanes) -> Vec<usize> {
+        lanes
+            .lanes
+            .iter()
+            .map(|l| l.open.load(Ordering::Relaxed))
+            .collect()
+    }
+
     #[tokio::test]
     async fn each_connection_goes_to_the_least_busy_lane_and_runs_there() {
         let lanes = Lanes::start(2).unwrap();
         let mut set = JoinSet::new();
-        let (names, hold) = (
-            Arc::new(std::sync::Mutex::new(Vec::new())),
-            Arc::new(tokio::sync::Notify::new()),
-        );
-        let open_on = |lanes: &Lanes| -> Vec<usize> {
-            lanes
-                .lanes
-                .iter()
-                .map(|l| l.open.load(Ordering::Relaxed))
-                .collect()
-        };
-        for _ in 0..3 {
-            let (names, hold) = (names.clone(), hold.clone());
-            let (started, ready) = oneshot::channel();
-            lanes.spawn(&mut set, async move {
-                names.lock().unwrap().push(thread_name());
-                let _ = started.send(());
-                hold.notified().await;
-            });
-            ready.await.unwrap();
+        let (a, release_a) = hold(&lanes, &mut set).await;
+        let (b, _release_b) = hold(&lanes, &mut set).await;
+        let (c, release_c) = hold(&lanes, &mut set).await;
+        assert_eq!([a, b, c], ["acdm-lane-0", "acdm-lane-1", "acdm-lane-0"]);
+        assert_eq!(open_on(&lanes), [2, 1]);
+        // Both of lane 0's end: it has fewer now, and takes the next one
+        // (taking turns would have given it to lane 1).
+        drop((release_a, release_c));
+        for _ in 0..2 {
+            set.join_next().await.unwrap().unwrap();
         }
-        // Three open: the third went to the lane with fewer.
-        let mut seen = names.lock().unwrap().clone();
-        assert_eq!(seen[..2], ["acdm-lane-0", "acdm-lane-1"]);
-        seen.sort();
-        seen.dedup();
-        assert_eq!(seen, ["acdm-lane-0", "acdm-lane-1"]);
-        assert_eq!(open_on(&lanes).iter().sum::<usize>(), 3);
-        // Ended connections give their seat back.
-        hold.notify_waiters();
-        while set.join_next().await.is_some() {}
-        assert_eq!(open_on(&lanes), [0, 0]);
+        assert_eq!(open_on(&lanes), [0, 1]);
+        let (d, _release_d) = hold(&lanes, &mut set).await;
+        assert_eq!(d, "acdm-lane-0");
+        assert_eq!(open_on(&lanes), [1, 1]);
         lanes.stop().await;
+        while set.join_next().await.is_some() {}
+        assert!(set.is_empty());
     }
 
     #[tokio::test]

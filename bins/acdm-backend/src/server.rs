@@ -141,7 +141,7 @@ pub async fn serve(
             match stream.and_then(TcpStream::from_std) {
                 Ok(stream) => connection(stream, peer, router, limits, draining, slot).await,
                 Err(error) => {
-                    tracing::debug!(%error, %peer, "connection lost on its way to its thread");
+                    tracing::warn!(%error, %peer, "a connection could not be moved to its thread; closed");
                 }
             }
         }

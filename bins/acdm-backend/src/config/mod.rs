@@ -261,7 +261,8 @@ settings! {
         /// Once the listener is closed, how long in-flight requests (MCP calls included) may finish
         /// before open connections are closed (0–300): a request still running then is cut off
         /// (its deadline, `ACDM_REQUEST_TIMEOUT_SECONDS`, may be longer). A stop takes at most the
-        /// pre-stop delay plus this, plus two seconds for a background round in progress.
+        /// pre-stop delay plus this, plus two seconds for a background round in progress and one
+        /// for file work a cut-off request left running.
         shutdown_grace: Duration = "ACDM_SHUTDOWN_GRACE_SECONDS", default "10", Seconds(0..=300);
         /// Calls one agent may make to `/agent-tools` per minute (0–1000000; 0: no limit), counted
         /// for the whole deployment whatever the number of replicas. Beyond it: 429

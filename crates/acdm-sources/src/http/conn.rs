@@ -194,14 +194,17 @@ impl Host {
     }
 
     /// Keeps a connection whose last answer was read whole, for the next
-    /// request, if fewer than the most kept are idle.
+    /// request; when the most kept are idle, the one idle longest goes.
+    /// (Connections another runtime made, which no request here takes, so
+    /// age out instead of keeping this runtime's from being kept.)
     pub(super) fn checkin(&self, mut conn: Conn) {
         let now = Instant::now();
         conn.idle_since = now;
         let mut idle = self.idle(now);
-        if idle.len() < self.max_idle {
-            idle.push(conn);
+        if idle.len() >= self.max_idle {
+            idle.remove(0);
         }
+        idle.push(conn);
     }
 }
 
@@ -434,9 +437,22 @@ mod tests {
             server_ends.push(listener.accept().await.unwrap().0);
             host.checkin(conn);
         }
-        assert!(host.checkout().is_some());
-        assert!(host.checkout().is_some());
-        assert!(host.checkout().is_none(), "the third was not kept");
+        let kept = [host.checkout(), host.checkout()];
+        assert!(kept.iter().all(Option::is_some));
+        assert!(host.checkout().is_none(), "two kept");
+        // The one idle longest is the one that went: its server end reads
+        // the close; the two others are open, with nothing to read.
+        let mut byte = [0u8; 1];
+        assert_eq!(server_ends[0].read(&mut byte).await.unwrap(), 0);
+        for end in &server_ends[1..] {
+            let read = end.try_read(&mut byte);
+            assert_eq!(
+                read.unwrap_err().kind(),
+                io::ErrorKind::WouldBlock,
+                "still open"
+            );
+        }
+        drop(kept);
 
         // A host whose idle connections expire at once keeps none.
         let host = Hosts::new(2, Duration::ZERO).get(&key);
