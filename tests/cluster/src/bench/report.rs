@@ -44,7 +44,23 @@ pub(crate) struct Floor {
     pub(crate) rate: f64,
     /// 99th percentile latency, µs.
     pub(crate) p99_us: f64,
+    /// Median latency (mean of its runs), µs.
+    pub(crate) p50_us: f64,
 }
+
+impl Floor {
+    /// Whether even the floor's better run stalled: a p99 more than
+    /// [`STALLED`] times its median, which a proxy that answers from
+    /// memory reaches only when answers waited on delayed ACKs. The tail
+    /// of such a block measures the machine, not the service.
+    pub(crate) fn stalled(&self) -> bool {
+        self.p99_us > STALLED * self.p50_us
+    }
+}
+
+/// How many times its median a floor's p99 may be before the block's
+/// tails are not read (runs without a stall measure 2–4 times).
+const STALLED: f64 = 10.0;
 
 impl Block {
     /// The floor: the mean req/s of its runs, and their lowest p99.
@@ -65,6 +81,7 @@ impl Block {
                 .iter()
                 .map(|f| f.p99_us as f64)
                 .fold(f64::INFINITY, f64::min),
+            p50_us: runs.iter().map(|f| f.p50_us as f64).sum::<f64>() / n,
         })
     }
 
@@ -217,7 +234,18 @@ pub(crate) fn targets(blocks: &[Block], memory: &MemoryLog) -> String {
             }
         }
     }
+    let stalled = block(32).and_then(Block::floor).filter(Floor::stalled);
     for name in [NC_READ, MCP_READ_FILE] {
+        if let Some(floor) = stalled {
+            let _ = writeln!(
+                out,
+                "  {name} at C=32, p99 over the floor's ≤ 1 ms: not measured — both floor runs \
+                 stalled (the better p99 {:.2} ms, the median {:.2} ms): run the bench again",
+                floor.p99_us / 1000.0,
+                floor.p50_us / 1000.0
+            );
+            continue;
+        }
         match block(32).and_then(|b| b.added_p99_ms(name)) {
             Some(added) => {
                 let _ = writeln!(
@@ -383,5 +411,18 @@ mod tests {
         );
         let none = targets(&[], &MemoryLog::default());
         assert_eq!(none.matches("not measured").count(), 6, "{none}");
+        // Both floor runs stalled at C=32 (p99 sixty and seventy times
+        // their medians): no tail is read off that block, met or not.
+        let mut stalled = block(32);
+        stalled.rows[0].figures.p99_us = 42_000;
+        stalled.rows[3].figures.p99_us = 45_000;
+        assert!(stalled.floor().unwrap().stalled());
+        assert!(!block(32).floor().unwrap().stalled());
+        let text = targets(&[block(16), stalled, block(64)], &memory);
+        assert_eq!(text.matches("C=32, p99 over the floor's ≤ 1 ms: not measured — both floor runs stalled (the better p99 42.00 ms, the median 0.60 ms): run the bench again").count(), 2, "{text}");
+        assert!(
+            !text.contains("C=32, p99 over the floor's ≤ 1 ms: +"),
+            "{text}"
+        );
     }
 }
