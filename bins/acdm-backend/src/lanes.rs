@@ -76,11 +76,22 @@ impl Lanes {
     }
 
     /// `count` threads (`acdm-lane-N`), each running its own event loop.
+    ///
+    /// They log where the caller logs: the subscriber in effect on the
+    /// calling thread (the global one in a server; a test's own, scoped
+    /// to its thread, in a test) is theirs too, and their blocking
+    /// threads'.
     pub fn start(count: usize) -> std::io::Result<Self> {
+        let log = tracing::dispatcher::get_default(Clone::clone);
         let mut lanes = Vec::with_capacity(count);
         for index in 0..count {
+            let blocking_log = log.clone();
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                // For the thread's life: a pool thread's body is tokio's.
+                .on_thread_start(move || {
+                    std::mem::forget(tracing::dispatcher::set_default(&blocking_log));
+                })
                 // The threads blocking work may take, shared out: as many
                 // in all as one runtime has by default.
                 .max_blocking_threads((512 / count).max(1))
@@ -88,9 +99,11 @@ impl Lanes {
                 .build()?;
             let handle = runtime.handle().clone();
             let (stop, stopped) = oneshot::channel::<()>();
+            let log = log.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("acdm-lane-{index}"))
                 .spawn(move || {
+                    let _log = tracing::dispatcher::set_default(&log);
                     runtime.block_on(async {
                         let _ = stopped.await;
                     });
@@ -225,6 +238,47 @@ mod tests {
         set.join_next().await.unwrap().unwrap();
         assert_eq!(lanes.count(), 0);
         lanes.stop().await;
+    }
+
+    /// Log lines written to memory.
+    #[derive(Clone, Default)]
+    struct Seen(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Seen {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl tracing_subscriber::fmt::MakeWriter<'_> for Seen {
+        type Writer = Self;
+        fn make_writer(&self) -> Self {
+            self.clone()
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn lanes_log_where_the_thread_that_started_them_logs() {
+        let seen = Seen::default();
+        let subscriber = tracing_subscriber::fmt().with_writer(seen.clone()).finish();
+        let _scoped = tracing::subscriber::set_default(subscriber);
+        let lanes = Lanes::start(1).unwrap();
+        let mut set = JoinSet::new();
+        lanes.spawn(&mut set, async {
+            tracing::info!("on the lane");
+            tokio::task::spawn_blocking(|| tracing::info!("on its blocking thread"))
+                .await
+                .unwrap();
+        });
+        set.join_next().await.unwrap().unwrap();
+        lanes.stop().await;
+        let text = String::from_utf8(seen.0.lock().unwrap().clone()).unwrap();
+        assert!(text.contains("on the lane"), "{text}");
+        assert!(text.contains("on its blocking thread"), "{text}");
     }
 
     #[tokio::test]
