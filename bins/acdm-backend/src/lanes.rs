@@ -42,6 +42,13 @@ use tokio::task::JoinSet;
 /// How long a stopping lane waits for blocking work its requests started.
 const LANE_STOP_WAIT: Duration = Duration::from_secs(1);
 
+thread_local! {
+    /// A lane's blocking thread's log subscriber, for the thread's life
+    /// (its body is tokio's).
+    static BLOCKING_LOG: std::cell::RefCell<Option<tracing::dispatcher::DefaultGuard>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// The connection threads, or none (connections run on the caller's
 /// runtime).
 #[derive(Debug)]
@@ -88,9 +95,9 @@ impl Lanes {
             let blocking_log = log.clone();
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
-                // For the thread's life: a pool thread's body is tokio's.
                 .on_thread_start(move || {
-                    std::mem::forget(tracing::dispatcher::set_default(&blocking_log));
+                    let guard = tracing::dispatcher::set_default(&blocking_log);
+                    BLOCKING_LOG.with(|kept| *kept.borrow_mut() = Some(guard));
                 })
                 // The threads blocking work may take, shared out: as many
                 // in all as one runtime has by default.
