@@ -49,6 +49,14 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
+/// Makes `log` this new thread's subscriber if it has none: when no
+/// global one is set and `log` is one.
+fn log_here(log: &tracing::Dispatch) -> Option<tracing::dispatcher::DefaultGuard> {
+    use tracing::subscriber::NoSubscriber;
+    let none_here = tracing::dispatcher::get_default(|here| here.is::<NoSubscriber>());
+    (none_here && !log.is::<NoSubscriber>()).then(|| tracing::dispatcher::set_default(log))
+}
+
 /// The connection threads, or none (connections run on the caller's
 /// runtime).
 #[derive(Debug)]
@@ -84,10 +92,12 @@ impl Lanes {
 
     /// `count` threads (`acdm-lane-N`), each running its own event loop.
     ///
-    /// They log where the caller logs: the subscriber in effect on the
-    /// calling thread (the global one in a server; a test's own, scoped
-    /// to its thread, in a test) is theirs too, and their blocking
-    /// threads'.
+    /// They log where the caller logs. A server sets a global subscriber,
+    /// which every thread uses. Without one (a test that scopes its own
+    /// to its thread), the caller's is made theirs, and their blocking
+    /// threads'. Only then: once any thread has a scoped subscriber,
+    /// tracing looks up a thread-local one on every event and span of
+    /// every thread, which cost the MCP file read a tenth of its CPU.
     pub fn start(count: usize) -> std::io::Result<Self> {
         let log = tracing::dispatcher::get_default(Clone::clone);
         let mut lanes = Vec::with_capacity(count);
@@ -96,8 +106,9 @@ impl Lanes {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .on_thread_start(move || {
-                    let guard = tracing::dispatcher::set_default(&blocking_log);
-                    BLOCKING_LOG.with(|kept| *kept.borrow_mut() = Some(guard));
+                    if let Some(guard) = log_here(&blocking_log) {
+                        BLOCKING_LOG.with(|kept| *kept.borrow_mut() = Some(guard));
+                    }
                 })
                 // The threads blocking work may take, shared out: as many
                 // in all as one runtime has by default.
@@ -110,7 +121,7 @@ impl Lanes {
             let thread = std::thread::Builder::new()
                 .name(format!("acdm-lane-{index}"))
                 .spawn(move || {
-                    let _log = tracing::dispatcher::set_default(&log);
+                    let _log = log_here(&log);
                     runtime.block_on(async {
                         let _ = stopped.await;
                     });
