@@ -1,38 +1,15 @@
 //! No secret reaches a log line, even at TRACE level.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use acdm_backend::telemetry::JsonLines;
+use acdm_test_support::logs::LogCapture;
 use tracing_subscriber::EnvFilter;
-use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
 
 use crate::helpers::{ADMIN_TOKEN, BEARER, Options, Req, TOKEN, spawn_app};
 
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Capture {
-    type Writer = Capture;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn tokens_never_appear_in_logs_at_trace_level() {
-    let capture = Capture::default();
+    let capture = LogCapture::default();
     // The service's own JSON lines (what `serve` writes), everything on,
     // and the pretty lines too, which carry every enclosing span's fields.
     let subscriber = tracing_subscriber::registry()
@@ -96,7 +73,7 @@ async fn tokens_never_appear_in_logs_at_trace_level() {
     .await;
     app.stop().await;
 
-    let logs = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    let logs = capture.text();
     assert!(
         logs.contains("request finished"),
         "the capture works: {logs}"
@@ -133,7 +110,7 @@ async fn tokens_never_appear_in_logs_at_trace_level() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_start_reads_the_kill_switch_without_calling_it_a_change() {
-    let capture = Capture::default();
+    let capture = LogCapture::default();
     let subscriber = tracing_subscriber::registry()
         .with(EnvFilter::new("info"))
         .with(JsonLines::new(capture.clone()));
@@ -151,7 +128,7 @@ async fn a_start_reads_the_kill_switch_without_calling_it_a_change() {
     assert_eq!(off.status, 200, "{}", off.body);
     app.stop().await;
 
-    let logs = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    let logs = capture.text();
     let changes: Vec<&str> = logs
         .lines()
         .filter(|line| line.contains("kill switch for agents' file writes changed"))

@@ -6,13 +6,14 @@
 //! traversal corpus and holds the one oracle that judges where a request
 //! path lands; [`snapshot`] compares the wire contract with its committed
 //! JSON; [`loopback`] reads requests for the loopback doubles of an
-//! upstream.
+//! upstream; [`logs`] captures log lines in memory.
 
 #![expect(
     clippy::panic,
     reason = "test support: a broken test environment must fail the test loudly"
 )]
 
+pub mod logs;
 pub mod loopback;
 pub mod snapshot;
 pub mod traversal;

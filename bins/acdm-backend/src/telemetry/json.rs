@@ -300,8 +300,7 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
+    use acdm_test_support::logs::LogCapture;
     use tracing_subscriber::layer::SubscriberExt;
 
     use super::*;
@@ -335,31 +334,11 @@ mod tests {
         }
     }
 
-    #[derive(Clone, Default)]
-    struct Capture(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Capture {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl<'a> MakeWriter<'a> for Capture {
-        type Writer = Capture;
-        fn make_writer(&'a self) -> Capture {
-            self.clone()
-        }
-    }
-
     fn lines(run: impl FnOnce()) -> Vec<serde_json::Value> {
-        let capture = Capture::default();
+        let capture = LogCapture::default();
         let subscriber = tracing_subscriber::registry().with(JsonLines::new(capture.clone()));
         tracing::subscriber::with_default(subscriber, run);
-        let text = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+        let text = capture.text();
         assert!(text.ends_with('\n'), "{text}");
         text.lines()
             .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
@@ -405,7 +384,7 @@ mod tests {
 
     #[test]
     fn a_field_recorded_again_is_replaced_and_one_never_recorded_is_left_out() {
-        let capture = Capture::default();
+        let capture = LogCapture::default();
         let subscriber = tracing_subscriber::registry().with(JsonLines::new(capture.clone()));
         tracing::subscriber::with_default(subscriber, || {
             let span =
@@ -413,7 +392,7 @@ mod tests {
             span.record("outcome", "second");
             span.in_scope(|| tracing::warn!("done"));
         });
-        let text = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+        let text = capture.text();
         assert_eq!(text.matches("\"outcome\"").count(), 1, "{text}");
         let line: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
         assert_eq!(line["span"]["outcome"], "second");
