@@ -41,7 +41,7 @@ use rustix::process::Signal;
 use tokio::process::Command;
 
 use crate::bench::report::{Block, MemoryLog, Row};
-use crate::bench::scenario::{FLOOR, FLOOR_AGAIN, Scenario, Target};
+use crate::bench::scenario::{FLOOR, FLOOR_AGAIN, Scenario, TARGETS, Target};
 use crate::bench::wrk::Load;
 use crate::harness::{Database, free_port, http_client, provision, random_token};
 use crate::nginx::Nginx;
@@ -387,21 +387,18 @@ impl Rig {
         })
     }
 
-    /// Every scenario at `concurrency`: the floor first and again last.
+    /// Every scenario at `concurrency`: the floor first and again last,
+    /// the targets' scenarios a second time just before it.
     async fn block(
         &self,
         options: &Options,
         scenarios: &[Scenario],
         concurrency: usize,
     ) -> Result<Block> {
-        let mut runs: Vec<(&Scenario, &str)> = scenarios.iter().map(|s| (s, s.name)).collect();
-        if let Some(floor) = scenarios.iter().find(|s| s.name == FLOOR) {
-            runs.push((floor, FLOOR_AGAIN));
-        }
         let mut rows = Vec::new();
-        for (scenario, name) in runs {
+        for (scenario, name) in plan(scenarios) {
             eprintln!("  C={concurrency}: {name}");
-            rows.push(self.measure(options, scenario, name, concurrency).await?);
+            rows.push(self.measure(options, scenario, &name, concurrency).await?);
         }
         Ok(Block { concurrency, rows })
     }
@@ -419,6 +416,25 @@ impl Rig {
         }
         Ok(())
     }
+}
+
+/// The runs of a block, in order, with the name each is shown under:
+/// every scenario, then the targets' scenarios again, then the floor
+/// again.
+fn plan(scenarios: &[Scenario]) -> Vec<(&Scenario, String)> {
+    let mut runs: Vec<(&Scenario, String)> = scenarios
+        .iter()
+        .map(|s| (s, s.name.to_owned()))
+        .collect();
+    for target in TARGETS {
+        if let Some(scenario) = scenarios.iter().find(|s| s.name == target) {
+            runs.push((scenario, scenario::again(target)));
+        }
+    }
+    if let Some(floor) = scenarios.iter().find(|s| s.name == FLOOR) {
+        runs.push((floor, FLOOR_AGAIN.to_owned()));
+    }
+    runs
 }
 
 /// A file name for a scenario's script.
@@ -604,6 +620,27 @@ mod tests {
             "--backend /b --work /w --database",
         ] {
             assert!(parse(&args(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_block_runs_the_targets_and_then_the_floor_a_second_time() {
+        let scenarios = scenario::scenarios("token");
+        let names: Vec<String> = plan(&scenarios).into_iter().map(|(_, n)| n).collect();
+        let all: Vec<&str> = scenarios.iter().map(|s| s.name).collect();
+        assert_eq!(names.len(), all.len() + 3, "{names:?}");
+        assert_eq!(&names[..all.len()], &all[..]);
+        assert_eq!(
+            &names[all.len()..],
+            &[
+                scenario::again(scenario::NC_READ),
+                scenario::again(scenario::MCP_READ_FILE),
+                FLOOR_AGAIN.to_owned()
+            ]
+        );
+        // Each second run sends its scenario's request.
+        for (scenario, name) in plan(&scenarios) {
+            assert!(name.starts_with(scenario.name) || name == FLOOR_AGAIN, "{name}");
         }
     }
 

@@ -48,6 +48,15 @@ pub(crate) const DIRECT: &str = "upstream direct (GET 4 KiB)";
 pub(crate) const NC_READ: &str = "BFF nc/read (4 KiB)";
 /// The MCP read of a project file.
 pub(crate) const MCP_READ_FILE: &str = "MCP acdm_read_nextcloud_file (4 KiB)";
+/// The scenarios the targets name: each runs a second time, after the
+/// others and before the floor's second run, so its figures are read the
+/// way the floor's are (the mean req/s and the lower p99 of two runs).
+pub(crate) const TARGETS: [&str; 2] = [NC_READ, MCP_READ_FILE];
+
+/// The name of a target scenario's second run.
+pub(crate) fn again(name: &str) -> String {
+    format!("{name}, again")
+}
 
 /// The WebDAV path of the 4 KiB report.
 fn report_path() -> String {
