@@ -37,8 +37,27 @@ impl Writer<'_> {
 
 /// Appends `text` as a JSON string, quotes included.
 fn write_str(out: &mut Vec<u8>, text: &str) {
-    out.reserve(text.len() + 2);
+    // A long string is most of its answer: room for it twice over and
+    // the rest, so that its escapes, the fields after it and a second
+    // copy (an MCP answer carries its text as a text block and as
+    // structured content) are written without growing the buffer again,
+    // each growth copying all written so far.
+    let room = if text.len() >= LONG {
+        2 * text.len() + 1024
+    } else {
+        text.len() + 2
+    };
+    out.reserve(room);
     out.push(b'"');
+    push_escaped(out, text);
+    out.push(b'"');
+}
+
+/// Appends `text` escaped as the inside of a JSON string, as serde_json
+/// escapes it, without the quotes: escaping is byte by byte, so a text
+/// appended in pieces (a `Debug` rendering written chunk by chunk) comes
+/// out as if appended whole.
+pub fn push_escaped(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     let mut clean_from = 0;
     let mut at = 0;
@@ -66,8 +85,11 @@ fn write_str(out: &mut Vec<u8>, text: &str) {
         at += 1;
     }
     out.extend_from_slice(bytes.get(clean_from..).unwrap_or_default());
-    out.push(b'"');
 }
+
+/// A string of at least this many bytes reserves room for more than
+/// itself ([`write_str`]).
+const LONG: usize = 1024;
 
 /// A word with the high bit of each byte that JSON must escape set: below
 /// 0x20, `"` or `\` (the "has a zero byte" trick of Hacker's Delight).
@@ -612,7 +634,7 @@ mod tests {
     use serde::Serialize;
     use serde_json::{Value, json};
 
-    use super::to_vec;
+    use super::{push_escaped, to_vec};
 
     fn same<T: Serialize + ?Sized + std::fmt::Debug>(value: &T) {
         let ours = to_vec(value).unwrap();
@@ -693,6 +715,23 @@ mod tests {
     }
 
     #[test]
+    fn escaping_in_pieces_is_escaping_whole() {
+        let text = "a \"quoted\" \\ path\n\twith\u{1} controls, naïve 报告 \u{7f} and a long run of plain words";
+        let whole = serde_json::to_string(text).unwrap();
+        let inside = &whole[1..whole.len() - 1];
+        let cuts: Vec<usize> = (0..=text.len()).filter(|&i| text.is_char_boundary(i)).collect();
+        for &a in &cuts {
+            for &b in cuts.iter().filter(|&&b| b >= a) {
+                let mut out = Vec::new();
+                for piece in [&text[..a], &text[a..b], &text[b..]] {
+                    push_escaped(&mut out, piece);
+                }
+                assert_eq!(std::str::from_utf8(&out).unwrap(), inside, "cut at {a} and {b}");
+            }
+        }
+    }
+
+    #[test]
     fn the_output_is_serde_jsons_byte_for_byte() {
         // Every ASCII byte, alone and at every offset of a word and past it.
         for byte in 0u8..0x80 {
@@ -708,6 +747,12 @@ mod tests {
         same("");
         same("naïve café 报告 \u{2028} \u{1F600} \u{7f}");
         same(&"line with \"quotes\" and \\ and \t tab\n".repeat(200));
+        // Long strings (room reserved beyond them), twice in one answer,
+        // around the threshold and with fields after them.
+        for len in [super::LONG - 1, super::LONG, super::LONG + 1, 4096, 70_000] {
+            let long: String = "report line, \"quoted\"\n".chars().cycle().take(len).collect();
+            same(&json!({"content": [{"type": "text", "text": long}], "structuredContent": {"content": long, "size": len}, "isError": false}));
+        }
         // Numbers, floats that look like integers, the edges.
         same(&json!([
             0,

@@ -98,10 +98,15 @@ pub(crate) async fn answer(
     let mut params = CallToolRequestParams::new(call.params.name);
     params.arguments = call.params.arguments;
     // In a task of its own, as rmcp runs it: a call whose caller went away
-    // still finishes, with its metrics and its log line.
+    // still finishes, with its metrics and its log line. Boxed first: the
+    // call's future is kilobytes, and tokio moves a future by value
+    // through several frames while it makes the task and again when it
+    // first polls it; a box is moved as a pointer.
     let task = {
         let server = server.clone();
-        tokio::spawn(async move { server.call(params, Some(&parts)).await })
+        tokio::spawn(Box::pin(async move {
+            server.call(params, Some(&parts)).await
+        }))
     };
     let Ok(outcome) = task.await else {
         return Ok(plain_text(

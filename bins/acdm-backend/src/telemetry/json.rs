@@ -15,7 +15,6 @@ use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 use std::io::Write as _;
 
-use serde::Serializer as _;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};
@@ -86,15 +85,43 @@ fn push_timestamp(out: &mut Vec<u8>, at: std::time::SystemTime) {
     );
 }
 
-/// Appends `text` as a JSON string (quoted and escaped).
+/// Appends `text` as a JSON string (quoted and escaped, as serde_json
+/// writes it).
 fn push_str(out: &mut Vec<u8>, text: &str) {
-    // Writing to a Vec cannot fail.
-    let _ = (&mut serde_json::Serializer::new(&mut *out)).serialize_str(text);
+    out.push(b'"');
+    acdm_core::json::push_escaped(out, text);
+    out.push(b'"');
+}
+
+/// Appends what `value` formats to as a JSON string, written straight
+/// into `out` rather than formatted into a string of its own first.
+fn push_display(out: &mut Vec<u8>, value: fmt::Arguments<'_>) {
+    out.push(b'"');
+    // Escaping into a Vec cannot fail; a value whose formatting fails
+    // leaves what it wrote, as it would in a string.
+    let _ = Escaped(out).write_fmt(value);
+    out.push(b'"');
+}
+
+/// Escapes what is written to it into a JSON string's inside.
+struct Escaped<'a>(&'a mut Vec<u8>);
+
+impl fmt::Write for Escaped<'_> {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        acdm_core::json::push_escaped(self.0, text);
+        Ok(())
+    }
 }
 
 fn encoded_str(text: &str) -> String {
     let mut out = Vec::with_capacity(text.len() + 2);
     push_str(&mut out, text);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn encoded_display(value: fmt::Arguments<'_>) -> String {
+    let mut out = Vec::with_capacity(48);
+    push_display(&mut out, value);
     String::from_utf8(out).unwrap_or_default()
 }
 
@@ -107,7 +134,7 @@ struct SpanVisitor<'a>(&'a mut SpanFields);
 
 impl Visit for SpanVisitor<'_> {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.0.set(field.name(), encoded_str(&format!("{value:?}")));
+        self.0.set(field.name(), encoded_display(format_args!("{value:?}")));
     }
     fn record_str(&mut self, field: &Field, value: &str) {
         self.0.set(field.name(), encoded_str(value));
@@ -131,7 +158,7 @@ impl Visit for SpanVisitor<'_> {
         self.0.set(field.name(), value.to_string());
     }
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        self.0.set(field.name(), encoded_str(&value.to_string()));
+        self.0.set(field.name(), encoded_display(format_args!("{value}")));
     }
 }
 
@@ -144,7 +171,6 @@ const RESERVED: &[&str] = &["timestamp", "level", "target", "span"];
 /// and level already say.
 struct EventVisitor<'a> {
     out: &'a mut Vec<u8>,
-    scratch: String,
     /// The event came from the `log` crate.
     from_log: bool,
 }
@@ -160,7 +186,7 @@ impl EventVisitor<'_> {
         let name = field.name();
         if RESERVED.contains(&name) {
             // An event's own `target` (say) must not shadow the line's.
-            push_str(self.out, &format!("field.{name}"));
+            push_display(self.out, format_args!("field.{name}"));
         } else {
             push_str(self.out, name);
         }
@@ -177,9 +203,7 @@ impl EventVisitor<'_> {
 impl Visit for EventVisitor<'_> {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         if self.key(field) {
-            self.scratch.clear();
-            let _ = write!(self.scratch, "{value:?}");
-            push_str(self.out, &self.scratch);
+            push_display(self.out, format_args!("{value:?}"));
         }
     }
     fn record_str(&mut self, field: &Field, value: &str) {
@@ -209,9 +233,7 @@ impl Visit for EventVisitor<'_> {
     }
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
         if self.key(field) {
-            self.scratch.clear();
-            let _ = write!(self.scratch, "{value}");
-            push_str(self.out, &self.scratch);
+            push_display(self.out, format_args!("{value}"));
         }
     }
 }
@@ -231,7 +253,9 @@ where
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
-        let mut fields = SpanFields::default();
+        // Room for every field the span declares, the empty ones it
+        // records later included.
+        let mut fields = SpanFields(Vec::with_capacity(attrs.metadata().fields().len()));
         attrs.record(&mut SpanVisitor(&mut fields));
         span.extensions_mut().insert(fields);
     }
@@ -240,7 +264,7 @@ where
         let Some(span) = ctx.span(id) else { return };
         // Encoded before the span's extensions are locked: a value's
         // `Debug` that logs in this span must not wait for that lock.
-        let mut recorded = SpanFields::default();
+        let mut recorded = SpanFields(Vec::with_capacity(values.len()));
         values.record(&mut SpanVisitor(&mut recorded));
         let mut extensions = span.extensions_mut();
         if let Some(fields) = extensions.get_mut::<SpanFields>() {
@@ -262,7 +286,6 @@ where
             let _ = write!(out, r#"","level":"{}""#, metadata.level());
             event.record(&mut EventVisitor {
                 out,
-                scratch: String::new(),
                 from_log: normalized.is_some(),
             });
             out.extend_from_slice(br#","target":"#);
@@ -404,7 +427,8 @@ mod tests {
     fn text_with_quotes_controls_and_line_breaks_stays_inside_its_string() {
         let hostile = "a\"b\\c\nd\re\u{1b}[31m\u{0}f</script>";
         let lines = lines(|| {
-            let span = tracing::info_span!("request", path = hostile);
+            let span = tracing::info_span!("request", path = hostile, shown = %hostile, later = tracing::field::Empty);
+            span.record("later", tracing::field::debug(hostile));
             span.in_scope(|| tracing::error!(reason = %hostile, "{hostile}"));
         });
         let [line] = lines.as_slice() else {
@@ -413,6 +437,9 @@ mod tests {
         assert_eq!(line["message"], hostile);
         assert_eq!(line["reason"], hostile);
         assert_eq!(line["span"]["path"], hostile);
+        assert_eq!(line["span"]["shown"], hostile);
+        // Debug of a str quotes and escapes it once more, as format! does.
+        assert_eq!(line["span"]["later"], format!("{hostile:?}"));
     }
 
     #[test]
