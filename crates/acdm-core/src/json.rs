@@ -37,17 +37,18 @@ impl Writer<'_> {
 
 /// Appends `text` as a JSON string, quotes included.
 fn write_str(out: &mut Vec<u8>, text: &str) {
-    // A long string is most of its answer: room for it twice over and
-    // the rest, so that its escapes, the fields after it and a second
-    // copy (an MCP answer carries its text as a text block and as
-    // structured content) are written without growing the buffer again,
-    // each growth copying all written so far.
-    let room = if text.len() >= LONG {
-        2 * text.len() + 1024
-    } else {
-        text.len() + 2
-    };
-    out.reserve(room);
+    // A long string that does not fit is most of its answer: room for it
+    // twice over and the rest, so that its escapes, the fields after it
+    // and a second copy (an MCP answer carries its text as a text block
+    // and as structured content) are written without growing the buffer
+    // again, each growth copying all written so far.
+    if out.capacity() - out.len() < text.len() + 2 {
+        out.reserve(if text.len() >= LONG {
+            2 * text.len() + 1024
+        } else {
+            text.len() + 2
+        });
+    }
     out.push(b'"');
     push_escaped(out, text);
     out.push(b'"');
@@ -719,14 +720,20 @@ mod tests {
         let text = "a \"quoted\" \\ path\n\twith\u{1} controls, naïve 报告 \u{7f} and a long run of plain words";
         let whole = serde_json::to_string(text).unwrap();
         let inside = &whole[1..whole.len() - 1];
-        let cuts: Vec<usize> = (0..=text.len()).filter(|&i| text.is_char_boundary(i)).collect();
+        let cuts: Vec<usize> = (0..=text.len())
+            .filter(|&i| text.is_char_boundary(i))
+            .collect();
         for &a in &cuts {
             for &b in cuts.iter().filter(|&&b| b >= a) {
                 let mut out = Vec::new();
                 for piece in [&text[..a], &text[a..b], &text[b..]] {
                     push_escaped(&mut out, piece);
                 }
-                assert_eq!(std::str::from_utf8(&out).unwrap(), inside, "cut at {a} and {b}");
+                assert_eq!(
+                    std::str::from_utf8(&out).unwrap(),
+                    inside,
+                    "cut at {a} and {b}"
+                );
             }
         }
     }
@@ -750,8 +757,22 @@ mod tests {
         // Long strings (room reserved beyond them), twice in one answer,
         // around the threshold and with fields after them.
         for len in [super::LONG - 1, super::LONG, super::LONG + 1, 4096, 70_000] {
-            let long: String = "report line, \"quoted\"\n".chars().cycle().take(len).collect();
-            same(&json!({"content": [{"type": "text", "text": long}], "structuredContent": {"content": long, "size": len}, "isError": false}));
+            let long: String = "report line, \"quoted\"\n"
+                .chars()
+                .cycle()
+                .take(len)
+                .collect();
+            let answer = json!({"content": [{"type": "text", "text": long}], "structuredContent": {"content": long, "size": len}, "isError": false});
+            same(&answer);
+            // One growth for both copies, not one per copy: the buffer
+            // ends well short of twice what it holds.
+            let written = to_vec(&answer).unwrap();
+            assert!(
+                written.capacity() < written.len() + len / 2 + 2048,
+                "{len}: {} bytes in {}",
+                written.len(),
+                written.capacity()
+            );
         }
         // Numbers, floats that look like integers, the edges.
         same(&json!([

@@ -99,14 +99,16 @@ pub(crate) async fn answer(
     params.arguments = call.params.arguments;
     // In a task of its own, as rmcp runs it: a call whose caller went away
     // still finishes, with its metrics and its log line. Boxed first: the
-    // call's future is kilobytes, and tokio moves a future by value
-    // through several frames while it makes the task and again when it
-    // first polls it; a box is moved as a pointer.
+    // call's future is 2.5 KiB, and tokio moves a future by value through
+    // several frames while it makes the task, and its task cell, as large
+    // as the future, is rewritten when the output is stored and read
+    // (counted with a probe on `memmove`, docs/performance.md); a box is
+    // moved as a pointer.
     let task = {
         let server = server.clone();
-        tokio::spawn(Box::pin(async move {
-            server.call(params, Some(&parts)).await
-        }))
+        tokio::spawn(Box::pin(
+            async move { server.call(params, Some(&parts)).await },
+        ))
     };
     let Ok(outcome) = task.await else {
         return Ok(plain_text(

@@ -134,7 +134,8 @@ struct SpanVisitor<'a>(&'a mut SpanFields);
 
 impl Visit for SpanVisitor<'_> {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.0.set(field.name(), encoded_display(format_args!("{value:?}")));
+        self.0
+            .set(field.name(), encoded_display(format_args!("{value:?}")));
     }
     fn record_str(&mut self, field: &Field, value: &str) {
         self.0.set(field.name(), encoded_str(value));
@@ -158,7 +159,8 @@ impl Visit for SpanVisitor<'_> {
         self.0.set(field.name(), value.to_string());
     }
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        self.0.set(field.name(), encoded_display(format_args!("{value}")));
+        self.0
+            .set(field.name(), encoded_display(format_args!("{value}")));
     }
 }
 

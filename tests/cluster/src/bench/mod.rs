@@ -18,7 +18,8 @@
 //!   `/admin`.
 //!
 //! Then, at each concurrency (16, 32, 64 by default), wrk drives every
-//! [`scenario`] in turn — the floor first and again last — for a warm-up
+//! [`scenario`] in turn — the floor and the targets' two scenarios first
+//! and again, mirrored, last — for a warm-up
 //! and a measured run, and the block's table is printed: req/s, p50, p99,
 //! the ratio to the floor, the p99 over the floor's, the hop's CPU time
 //! per answer, and the failures. The service's resident memory is read
@@ -41,7 +42,7 @@ use rustix::process::Signal;
 use tokio::process::Command;
 
 use crate::bench::report::{Block, MemoryLog, Row};
-use crate::bench::scenario::{FLOOR, FLOOR_AGAIN, Scenario, TARGETS, Target};
+use crate::bench::scenario::{FLOOR, FLOOR_AGAIN, Scenario, TARGETS, Target, again};
 use crate::bench::wrk::Load;
 use crate::harness::{Database, free_port, http_client, provision, random_token};
 use crate::nginx::Nginx;
@@ -387,8 +388,7 @@ impl Rig {
         })
     }
 
-    /// Every scenario at `concurrency`: the floor first and again last,
-    /// the targets' scenarios a second time just before it.
+    /// Every scenario at `concurrency`, in the order of [`plan`].
     async fn block(
         &self,
         options: &Options,
@@ -418,21 +418,31 @@ impl Rig {
     }
 }
 
-/// The runs of a block, in order, with the name each is shown under:
-/// every scenario, then the targets' scenarios again, then the floor
-/// again.
+/// The runs of a block, in order, with the name each is shown under, in
+/// mirrored order so that each measured pair is centred on the block and
+/// well apart: the floor, the targets' scenarios, every other scenario,
+/// the targets' scenarios again (the last first), the floor again.
 fn plan(scenarios: &[Scenario]) -> Vec<(&Scenario, String)> {
-    let mut runs: Vec<(&Scenario, String)> = scenarios
-        .iter()
-        .map(|s| (s, s.name.to_owned()))
+    let find = |name: &str| scenarios.iter().find(|s| s.name == name);
+    let firsts: Vec<&Scenario> = std::iter::once(FLOOR)
+        .chain(TARGETS)
+        .filter_map(find)
         .collect();
-    for target in TARGETS {
-        if let Some(scenario) = scenarios.iter().find(|s| s.name == target) {
-            runs.push((scenario, scenario::again(target)));
-        }
-    }
-    if let Some(floor) = scenarios.iter().find(|s| s.name == FLOOR) {
-        runs.push((floor, FLOOR_AGAIN.to_owned()));
+    let mut runs: Vec<(&Scenario, String)> =
+        firsts.iter().map(|s| (*s, s.name.to_owned())).collect();
+    runs.extend(
+        scenarios
+            .iter()
+            .filter(|s| s.name != FLOOR && !TARGETS.contains(&s.name))
+            .map(|s| (s, s.name.to_owned())),
+    );
+    for scenario in firsts.iter().rev() {
+        let name = if scenario.name == FLOOR {
+            FLOOR_AGAIN.to_owned()
+        } else {
+            again(scenario.name)
+        };
+        runs.push((scenario, name));
     }
     runs
 }
@@ -624,23 +634,43 @@ mod tests {
     }
 
     #[test]
-    fn a_block_runs_the_targets_and_then_the_floor_a_second_time() {
+    fn a_block_runs_the_floor_and_the_targets_twice_in_mirrored_order() {
+        use scenario::{MCP_READ_FILE, NC_READ};
         let scenarios = scenario::scenarios("token");
-        let names: Vec<String> = plan(&scenarios).into_iter().map(|(_, n)| n).collect();
-        let all: Vec<&str> = scenarios.iter().map(|s| s.name).collect();
-        assert_eq!(names.len(), all.len() + 3, "{names:?}");
-        assert_eq!(&names[..all.len()], &all[..]);
+        let plan = plan(&scenarios);
+        let names: Vec<&str> = plan.iter().map(|(_, n)| n.as_str()).collect();
+        let n = names.len();
+        assert_eq!(n, scenarios.len() + 3, "{names:?}");
+        assert_eq!(&names[..3], &[FLOOR, NC_READ, MCP_READ_FILE]);
         assert_eq!(
-            &names[all.len()..],
+            &names[n - 3..],
             &[
-                scenario::again(scenario::NC_READ),
-                scenario::again(scenario::MCP_READ_FILE),
-                FLOOR_AGAIN.to_owned()
+                again(MCP_READ_FILE).as_str(),
+                again(NC_READ).as_str(),
+                FLOOR_AGAIN
             ]
         );
-        // Each second run sends its scenario's request.
-        for (scenario, name) in plan(&scenarios) {
-            assert!(name.starts_with(scenario.name) || name == FLOOR_AGAIN, "{name}");
+        // Every scenario runs, the others once, in their order.
+        let others: Vec<&str> = scenarios
+            .iter()
+            .map(|s| s.name)
+            .filter(|name| *name != FLOOR && !TARGETS.contains(name))
+            .collect();
+        assert_eq!(&names[3..n - 3], &others[..]);
+        // Each pair is centred on the block.
+        for (first, second) in [(0, n - 1), (1, n - 2), (2, n - 3)] {
+            assert_eq!(first + second, n - 1);
+            assert!(std::ptr::eq(plan[first].0, plan[second].0));
+        }
+        // Each run sends its own scenario's request.
+        for (scenario, name) in &plan {
+            assert!(
+                *name == scenario.name
+                    || *name == again(scenario.name)
+                    || (name == FLOOR_AGAIN && scenario.name == FLOOR),
+                "{name} runs {}",
+                scenario.name
+            );
         }
     }
 

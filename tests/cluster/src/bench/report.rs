@@ -16,7 +16,7 @@
 use std::fmt::Write as _;
 
 use crate::bench::procfs::Memory;
-use crate::bench::scenario::{FLOOR, FLOOR_AGAIN, MCP_READ_FILE, NC_READ, again};
+use crate::bench::scenario::{FLOOR, FLOOR_AGAIN, TARGETS, again};
 use crate::bench::wrk::Figures;
 
 /// One measured scenario.
@@ -39,8 +39,8 @@ pub(crate) struct Block {
     pub(crate) rows: Vec<Row>,
 }
 
-/// A scenario measured in more than one run (the floor, and the targets'
-/// scenarios) at one concurrency: its req/s (the mean of its runs) and p99
+/// A scenario measured in one or more runs (the floor and the targets'
+/// scenarios run twice) at one concurrency: its req/s (the mean of its runs) and p99
 /// (µs, the lowest of its runs).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Runs {
@@ -78,12 +78,12 @@ impl Runs {
 const STALLED: f64 = 10.0;
 
 impl Block {
-    /// The rows named `first` or `again`, read together.
-    fn runs(&self, first: &str, again: &str) -> Option<Runs> {
+    /// The rows named `first` or `second`, read together.
+    fn runs(&self, first: &str, second: &str) -> Option<Runs> {
         let runs: Vec<&Figures> = self
             .rows
             .iter()
-            .filter(|r| r.name == first || r.name == again)
+            .filter(|r| r.name == first || r.name == second)
             .map(|r| &r.figures)
             .collect();
         if runs.is_empty() {
@@ -165,7 +165,7 @@ impl Block {
                 floor.of_its("the lower")
             );
         }
-        for name in [NC_READ, MCP_READ_FILE] {
+        for name in TARGETS {
             let (Some(target), Some(ratio), Some(added)) = (
                 self.target(name),
                 self.target_ratio(name),
@@ -280,7 +280,7 @@ pub(crate) fn targets(blocks: &[Block], memory: &MemoryLog) -> String {
     let mut out = String::from("targets (issue 16; read off this run, not asserted):\n");
     let verdict = |met: bool| if met { "met" } else { "NOT met" };
     let block = |c: usize| blocks.iter().find(|b| b.concurrency == c);
-    for name in [NC_READ, MCP_READ_FILE] {
+    for name in TARGETS {
         match block(16).and_then(|b| b.target_ratio(name)) {
             Some(ratio) => {
                 let _ = writeln!(
@@ -295,7 +295,7 @@ pub(crate) fn targets(blocks: &[Block], memory: &MemoryLog) -> String {
         }
     }
     let stalled = block(32).and_then(Block::floor).filter(Runs::stalled);
-    for name in [NC_READ, MCP_READ_FILE] {
+    for name in TARGETS {
         if let Some(floor) = stalled {
             let _ = writeln!(
                 out,
@@ -353,6 +353,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::bench::scenario::{MCP_READ_FILE, NC_READ};
 
     fn row(name: &str, requests: u64, p99_us: u64) -> Row {
         Row {
@@ -446,7 +447,9 @@ mod tests {
             "{table}"
         );
         assert!(
-            table.contains("| BFF nc/read (4 KiB), again | 18000 | 1.50 | 3.00 | 0.56 | +2.00 | 30 | 0 |"),
+            table.contains(
+                "| BFF nc/read (4 KiB), again | 18000 | 1.50 | 3.00 | 0.56 | +2.00 | 30 | 0 |"
+            ),
             "{table}"
         );
         assert_eq!(b.failures(), 3);

@@ -48,9 +48,9 @@ pub(crate) const DIRECT: &str = "upstream direct (GET 4 KiB)";
 pub(crate) const NC_READ: &str = "BFF nc/read (4 KiB)";
 /// The MCP read of a project file.
 pub(crate) const MCP_READ_FILE: &str = "MCP acdm_read_nextcloud_file (4 KiB)";
-/// The scenarios the targets name: each runs a second time, after the
-/// others and before the floor's second run, so its figures are read the
-/// way the floor's are (the mean req/s and the lower p99 of two runs).
+/// The scenarios the targets name: each runs a second time, as the floor
+/// does, so its figures are read the way the floor's are (the mean req/s
+/// and the lower p99 of two runs).
 pub(crate) const TARGETS: [&str; 2] = [NC_READ, MCP_READ_FILE];
 
 /// The name of a target scenario's second run.
@@ -137,8 +137,8 @@ fn tool(
     )
 }
 
-/// Every scenario, in the order they run (the floor runs first and again
-/// last: see [`FLOOR_AGAIN`]), for a service whose token is `token`.
+/// Every scenario, for a service whose token is `token` (the order they
+/// run in is the harness's: the floor and the [`TARGETS`] run twice).
 pub(crate) fn scenarios(token: &str) -> Vec<Scenario> {
     let report = report_path();
     let nextcloud_report = format!("/Projects/{PROJECT}/{REPORT}");
