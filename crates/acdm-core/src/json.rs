@@ -37,14 +37,16 @@ impl Writer<'_> {
 
 /// Appends `text` as a JSON string, quotes included.
 fn write_str(out: &mut Vec<u8>, text: &str) {
-    // A long string that does not fit is most of its answer: room for it
-    // twice over and the rest, so that its escapes, the fields after it
-    // and a second copy (an MCP answer carries its text as a text block
-    // and as structured content) are written without growing the buffer
-    // again, each growth copying all written so far.
-    if out.capacity() - out.len() < text.len() + 2 {
+    // A long string that may not fit, escapes included, is most of its
+    // answer: room for it twice over with a quarter more for escapes and
+    // 1 KiB for the rest, so that the fields after it and a second copy
+    // (an MCP answer carries its text as a text block and as structured
+    // content) are written without growing the buffer again, each growth
+    // copying all written so far.
+    let escaped = text.len() + text.len() / 4 + 2;
+    if out.capacity() - out.len() < escaped {
         out.reserve(if text.len() >= LONG {
-            2 * text.len() + 1024
+            2 * escaped + 1024
         } else {
             text.len() + 2
         });
