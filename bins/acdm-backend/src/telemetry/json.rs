@@ -39,7 +39,7 @@ impl<W> JsonLines<W> {
 
 /// A span's fields, each with its value already encoded as JSON, in the
 /// order they were first given. Kept in the span's extensions.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct SpanFields(Vec<(&'static str, String)>);
 
 impl SpanFields {

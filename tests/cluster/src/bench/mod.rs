@@ -19,10 +19,9 @@
 //!
 //! Then, at each concurrency (16, 32, 64 by default), wrk drives every
 //! [`scenario`] in turn — the floor and the targets' two scenarios first
-//! and again, mirrored, last — for a warm-up
-//! and a measured run, and the block's table is printed: req/s, p50, p99,
-//! the ratio to the floor, the p99 over the floor's, the hop's CPU time
-//! per answer, and the failures. The service's resident memory is read
+//! and again, mirrored, last — for a warm-up and a measured run, and the
+//! block's table is printed: req/s, p50, p99, the ratio to the floor, the
+//! p99 over the floor's, the hop's CPU time per answer, and the failures. The service's resident memory is read
 //! idle and after each concurrency; the targets are read off the
 //! end. Exit status 1 when any answer failed (the table says which and
 //! how), never for a figure.

@@ -40,8 +40,8 @@ pub(crate) struct Block {
 }
 
 /// A scenario measured in one or more runs (the floor and the targets'
-/// scenarios run twice) at one concurrency: its req/s (the mean of its runs) and p99
-/// (µs, the lowest of its runs).
+/// scenarios run twice) at one concurrency: its req/s (the mean of its
+/// runs) and p99 (µs, the lowest of its runs).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Runs {
     /// How many runs.
