@@ -42,17 +42,21 @@ use tokio::process::Command;
 
 use crate::bench::report::{Block, MemoryLog, Row};
 use crate::bench::scenario::{FLOOR, FLOOR_AGAIN, Scenario, TARGETS, Target, again};
-use crate::bench::wrk::Load;
+use crate::bench::wrk::{Load, Pace};
 use crate::harness::{Database, free_port, http_client, provision, random_token};
 use crate::nginx::Nginx;
 use crate::process::{Process, log_tail};
 
 /// The command line.
 const USAGE: &str = "usage: acdm-cluster bench --backend PATH --work PATH [--database sqlite|postgres://USER@HOST:PORT] \
-                     [--seconds N] [--warmup N] [--concurrency 16,32,64] [--threads N] [--keep]";
+                     [--seconds N] [--warmup N] [--concurrency 16,32,64] [--threads N] [--offered F] [--keep]";
+
+/// The concurrency the tail target names: after its block, the floor and
+/// the targets' scenarios run again open-loop at a fixed offered rate.
+pub(crate) const TAIL_AT: usize = 32;
 
 /// The bench's settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Options {
     /// The release binary.
     backend: PathBuf,
@@ -68,6 +72,9 @@ pub(crate) struct Options {
     concurrency: Vec<usize>,
     /// wrk's threads.
     threads: usize,
+    /// The open-loop runs' offered rate, as a fraction of the floor's
+    /// closed-loop req/s at [`TAIL_AT`]; 0: no open-loop runs.
+    offered: f64,
     /// Keep the run folder (logs, scripts, the upstream's files) even
     /// when every answer succeeded.
     keep: bool,
@@ -94,6 +101,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Options> {
     let (mut backend, mut work, mut postgres) = (None, None, None);
     let (mut seconds, mut warmup, mut threads) = (10, 2, 2);
     let mut concurrency = vec![16, 32, 64];
+    let mut offered = 0.25;
     let mut keep = false;
     let mut iter = args.iter();
     while let Some(flag) = iter.next() {
@@ -132,6 +140,16 @@ pub(crate) fn parse(args: &[String]) -> Result<Options> {
                     })
                     .collect::<Result<_>>()?;
             }
+            "--offered" => {
+                let text = value()?;
+                offered = text
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| (0.0..=1.0).contains(f))
+                    .ok_or_else(|| {
+                        anyhow!("--offered takes a fraction of the floor's req/s from 0 to 1, not `{text}`")
+                    })?;
+            }
             "--keep" => keep = true,
             other => bail!("unknown argument `{other}`\n{USAGE}"),
         }
@@ -150,6 +168,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Options> {
         warmup,
         concurrency,
         threads,
+        offered,
         keep,
     })
 }
@@ -342,20 +361,27 @@ impl Rig {
         Ok(())
     }
 
-    /// A warm-up and a measured run of `scenario` at `concurrency`.
+    /// A warm-up and a measured run of `scenario` at `concurrency`,
+    /// closed-loop, or open-loop at `offered` req/s.
     async fn measure(
         &self,
         options: &Options,
         scenario: &Scenario,
         name: &str,
         concurrency: usize,
+        offered: Option<f64>,
     ) -> Result<Row> {
         let scripts = self.dir.join("scripts");
         std::fs::create_dir_all(&scripts)?;
-        let script = scripts.join(format!("{}.lua", slug(scenario.name)));
+        let pace = offered.map(|rate| Pace::new(rate, options.threads.min(concurrency)));
+        let script = scripts.join(format!(
+            "{}{}.lua",
+            slug(scenario.name),
+            if pace.is_some() { "-paced" } else { "" }
+        ));
         std::fs::write(
             &script,
-            wrk::script(scenario.name, &scenario.request, &scenario.judge),
+            wrk::script(scenario.name, &scenario.request, &scenario.judge, pace),
         )?;
         let addr = self.addr(scenario.target);
         let log = self.dir.join("wrk.log");
@@ -387,19 +413,32 @@ impl Rig {
         })
     }
 
-    /// Every scenario at `concurrency`, in the order of [`plan`].
+    /// Every scenario at `concurrency`, closed-loop, in the order of
+    /// [`plan`]; or, at `offered` req/s, the floor and the targets'
+    /// scenarios open-loop in the same mirrored order.
     async fn block(
         &self,
         options: &Options,
         scenarios: &[Scenario],
         concurrency: usize,
+        offered: Option<f64>,
     ) -> Result<Block> {
         let mut rows = Vec::new();
-        for (scenario, name) in plan(scenarios) {
-            eprintln!("  C={concurrency}: {name}");
-            rows.push(self.measure(options, scenario, &name, concurrency).await?);
+        for (scenario, name) in plan(scenarios, offered.is_none()) {
+            match offered {
+                Some(rate) => eprintln!("  C={concurrency} at {rate:.0} req/s: {name}"),
+                None => eprintln!("  C={concurrency}: {name}"),
+            }
+            rows.push(
+                self.measure(options, scenario, &name, concurrency, offered)
+                    .await?,
+            );
         }
-        Ok(Block { concurrency, rows })
+        Ok(Block {
+            concurrency,
+            offered,
+            rows,
+        })
     }
 
     /// Stops the service (SIGTERM: no pre-stop delay here), both nginx,
@@ -419,9 +458,10 @@ impl Rig {
 
 /// The runs of a block, in order, with the name each is shown under, in
 /// mirrored order so that each measured pair is centred on the block and
-/// well apart: the floor, the targets' scenarios, every other scenario,
-/// the targets' scenarios again (the last first), the floor again.
-fn plan(scenarios: &[Scenario]) -> Vec<(&Scenario, String)> {
+/// well apart: the floor, the targets' scenarios, every other scenario
+/// (when `others`), the targets' scenarios again (the last first), the
+/// floor again.
+fn plan(scenarios: &[Scenario], others: bool) -> Vec<(&Scenario, String)> {
     let find = |name: &str| scenarios.iter().find(|s| s.name == name);
     let firsts: Vec<&Scenario> = std::iter::once(FLOOR)
         .chain(TARGETS)
@@ -432,7 +472,7 @@ fn plan(scenarios: &[Scenario]) -> Vec<(&Scenario, String)> {
     runs.extend(
         scenarios
             .iter()
-            .filter(|s| s.name != FLOOR && !TARGETS.contains(&s.name))
+            .filter(|s| others && s.name != FLOOR && !TARGETS.contains(&s.name))
             .map(|s| (s, s.name.to_owned())),
     );
     for scenario in firsts.iter().rev() {
@@ -556,13 +596,33 @@ async fn run(rig: &Rig, options: &Options, database: &str) -> Result<u64> {
     let mut blocks = Vec::new();
     for &concurrency in &options.concurrency {
         eprintln!("measuring at C={concurrency}…");
-        let block = rig.block(options, &scenarios, concurrency).await?;
+        let block = rig.block(options, &scenarios, concurrency, None).await?;
         memory.note(report::after(concurrency), procfs::memory(pid));
         println!(
             "\n{}",
             block.table(&format!("{database}, load average {}", load_average()))
         );
+        let offered = (concurrency == TAIL_AT && options.offered > 0.0)
+            .then(|| block.floor())
+            .flatten()
+            .map(|floor| floor.rate * options.offered)
+            .filter(|rate| *rate >= 1.0);
         blocks.push(block);
+        if let Some(rate) = offered {
+            eprintln!("measuring at C={concurrency}, open-loop at {rate:.0} req/s…");
+            let paced = rig
+                .block(options, &scenarios, concurrency, Some(rate))
+                .await?;
+            println!(
+                "\n{}",
+                paced.table(&format!(
+                    "{database}, load average {}; open-loop at {:.2} × the floor's closed-loop req/s above",
+                    load_average(),
+                    options.offered
+                ))
+            );
+            blocks.push(paced);
+        }
     }
     println!("{}", memory.line());
     println!("\n{}", report::targets(&blocks, &memory));
@@ -586,7 +646,10 @@ mod tests {
             (10, 2, 2)
         );
         assert_eq!(options.concurrency, [16, 32, 64]);
+        assert!((options.offered - 0.25).abs() < 1e-12);
         assert!(!options.keep);
+        let off = parse(&args("--backend /b --work /w --offered 0")).unwrap();
+        assert!(off.offered.abs() < 1e-12);
         assert!(parse(&args("--backend /b --work /w --keep")).unwrap().keep);
     }
 
@@ -627,6 +690,9 @@ mod tests {
             "--backend /b --work /w --concurrency 0",
             "--backend /b --work /w --frobnicate",
             "--backend /b --work /w --database",
+            "--backend /b --work /w --offered 1.5",
+            "--backend /b --work /w --offered -0.1",
+            "--backend /b --work /w --offered half",
         ] {
             assert!(parse(&args(bad)).is_err(), "{bad}");
         }
@@ -636,7 +702,7 @@ mod tests {
     fn a_block_runs_the_floor_and_the_targets_twice_in_mirrored_order() {
         use scenario::{MCP_READ_FILE, NC_READ};
         let scenarios = scenario::scenarios("token");
-        let plan = plan(&scenarios);
+        let plan = plan(&scenarios, true);
         let names: Vec<&str> = plan.iter().map(|(_, n)| n.as_str()).collect();
         let n = names.len();
         assert_eq!(n, scenarios.len() + 3, "{names:?}");
@@ -671,6 +737,23 @@ mod tests {
                 scenario.name
             );
         }
+        // Open-loop, only the floor and the targets run, in the same
+        // mirrored order.
+        let open: Vec<String> = super::plan(&scenarios, false)
+            .into_iter()
+            .map(|(_, name)| name)
+            .collect();
+        assert_eq!(
+            open,
+            [
+                FLOOR.to_owned(),
+                NC_READ.to_owned(),
+                MCP_READ_FILE.to_owned(),
+                again(MCP_READ_FILE),
+                again(NC_READ),
+                FLOOR_AGAIN.to_owned()
+            ]
+        );
     }
 
     #[test]

@@ -12,9 +12,20 @@
 //! single run on the other would favour the side measured twice.
 //! Ratios are req/s over the floor's req/s; "p99 over floor" is the p99
 //! minus the floor's p99.
+//!
+//! Closed-loop, every run saturates what it measures: the load is what
+//! the server carries, a row's median is about the connections over its
+//! req/s, and a tail over the floor's restates the gap in req/s. So at
+//! [`TAIL_AT`](super::TAIL_AT) the floor and the targets also run
+//! open-loop, at one offered rate for all (a fraction of the floor's
+//! closed-loop req/s): each server carries the same load, and the p99
+//! over the floor's is the latency the hop adds at that load. An arrival
+//! that waited for a free connection is counted (`late`); a target whose
+//! runs had more than [`LATE`] of them did not carry the rate.
 
 use std::fmt::Write as _;
 
+use crate::bench::TAIL_AT;
 use crate::bench::procfs::Memory;
 use crate::bench::scenario::{FLOOR, FLOOR_AGAIN, TARGETS, again};
 use crate::bench::wrk::Figures;
@@ -30,11 +41,14 @@ pub(crate) struct Row {
     pub(crate) cpu_us: Option<f64>,
 }
 
-/// Every scenario at one concurrency.
+/// Every scenario at one concurrency, closed-loop, or the floor and the
+/// targets' scenarios open-loop at one offered rate.
 #[derive(Debug, Clone)]
 pub(crate) struct Block {
     /// Connections.
     pub(crate) concurrency: usize,
+    /// Open-loop: the offered req/s.
+    pub(crate) offered: Option<f64>,
     /// The rows, in the order they ran.
     pub(crate) rows: Vec<Row>,
 }
@@ -52,6 +66,9 @@ pub(crate) struct Runs {
     pub(crate) p99_us: f64,
     /// Median latency (mean of its runs), µs.
     pub(crate) p50_us: f64,
+    /// The smaller share of its runs' requests that arrived late
+    /// (open-loop; 0 closed-loop), read as its p99 is: off the better run.
+    pub(crate) late: f64,
 }
 
 impl Runs {
@@ -77,6 +94,19 @@ impl Runs {
 /// tails are not read (runs without a stall measure 2–4 times).
 const STALLED: f64 = 10.0;
 
+/// The share of late arrivals above which an open-loop run did not carry
+/// its offered rate: its wait for connections is then more than its tail.
+pub(crate) const LATE: f64 = 0.01;
+
+/// The share of a run's requests that arrived late.
+fn late_share(figures: &Figures) -> f64 {
+    if figures.requests == 0 {
+        0.0
+    } else {
+        figures.late as f64 / figures.requests as f64
+    }
+}
+
 impl Block {
     /// The rows named `first` or `second`, read together.
     fn runs(&self, first: &str, second: &str) -> Option<Runs> {
@@ -98,6 +128,10 @@ impl Block {
                 .map(|f| f.p99_us as f64)
                 .fold(f64::INFINITY, f64::min),
             p50_us: runs.iter().map(|f| f.p50_us as f64).sum::<f64>() / n,
+            late: runs
+                .iter()
+                .map(|f| late_share(f))
+                .fold(f64::INFINITY, f64::min),
         })
     }
 
@@ -154,7 +188,18 @@ impl Block {
     pub(crate) fn table(&self, heading: &str) -> String {
         let mut out = String::new();
         let floor = self.floor();
-        let _ = writeln!(out, "### C={} — {heading}", self.concurrency);
+        match self.offered {
+            Some(rate) => {
+                let _ = writeln!(
+                    out,
+                    "### C={}, open-loop at {rate:.0} req/s offered — {heading}",
+                    self.concurrency
+                );
+            }
+            None => {
+                let _ = writeln!(out, "### C={} — {heading}", self.concurrency);
+            }
+        }
         if let Some(floor) = floor {
             let _ = writeln!(
                 out,
@@ -183,10 +228,18 @@ impl Block {
             );
         }
         out.push('\n');
-        out.push_str(
-            "| scenario | req/s | p50 ms | p99 ms | × floor | p99 over floor ms | hop CPU µs/req | failed |\n",
-        );
-        out.push_str("|---|--:|--:|--:|--:|--:|--:|--:|\n");
+        let open = self.offered.is_some();
+        if open {
+            out.push_str(
+                "| scenario | req/s | p50 ms | p99 ms | × floor | p99 over floor ms | hop CPU µs/req | late arrivals | failed |\n",
+            );
+            out.push_str("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+        } else {
+            out.push_str(
+                "| scenario | req/s | p50 ms | p99 ms | × floor | p99 over floor ms | hop CPU µs/req | failed |\n",
+            );
+            out.push_str("|---|--:|--:|--:|--:|--:|--:|--:|\n");
+        }
         for row in &self.rows {
             let f = &row.figures;
             let ratio = self
@@ -201,9 +254,14 @@ impl Block {
             } else {
                 format!("**{}**", f.failures())
             };
+            let late = if open {
+                format!(" {} ({:.2} %) |", f.late, late_share(f) * 100.0)
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "| {} | {:.0} | {:.2} | {:.2} | {ratio} | {added} | {cpu} | {failed} |",
+                "| {} | {:.0} | {:.2} | {:.2} | {ratio} | {added} | {cpu} |{late} {failed} |",
                 row.name,
                 f.rate(),
                 f.p50_us as f64 / 1000.0,
@@ -279,7 +337,11 @@ fn mib(bytes: u64) -> String {
 pub(crate) fn targets(blocks: &[Block], memory: &MemoryLog) -> String {
     let mut out = String::from("targets (issue 16; read off this run, not asserted):\n");
     let verdict = |met: bool| if met { "met" } else { "NOT met" };
-    let block = |c: usize| blocks.iter().find(|b| b.concurrency == c);
+    let block = |c: usize| {
+        blocks
+            .iter()
+            .find(|b| b.concurrency == c && b.offered.is_none())
+    };
     for name in TARGETS {
         match block(16).and_then(|b| b.target_ratio(name)) {
             Some(ratio) => {
@@ -294,33 +356,65 @@ pub(crate) fn targets(blocks: &[Block], memory: &MemoryLog) -> String {
             }
         }
     }
-    let stalled = block(32).and_then(Block::floor).filter(Runs::stalled);
+    let stalled = block(TAIL_AT).and_then(Block::floor).filter(Runs::stalled);
     for name in TARGETS {
+        let label = format!("  {name} at C={TAIL_AT} closed-loop, p99 over the floor's ≤ 1 ms");
         if let Some(floor) = stalled {
             let _ = writeln!(
                 out,
-                "  {name} at C=32, p99 over the floor's ≤ 1 ms: not measured — both floor runs \
-                 stalled (the better p99 {:.2} ms, the median {:.2} ms): run the bench again",
+                "{label}: not measured — both floor runs stalled (the better p99 {:.2} ms, the \
+                 median {:.2} ms): run the bench again",
                 floor.p99_us / 1000.0,
                 floor.p50_us / 1000.0
             );
             continue;
         }
-        match block(32).and_then(|b| b.target_added_p99_ms(name)) {
+        match block(TAIL_AT).and_then(|b| b.target_added_p99_ms(name)) {
             Some(added) => {
-                let _ = writeln!(
-                    out,
-                    "  {name} at C=32, p99 over the floor's ≤ 1 ms: {added:+.2} ms — {}",
-                    verdict(added <= 1.0)
-                );
+                let _ = writeln!(out, "{label}: {added:+.2} ms — {}", verdict(added <= 1.0));
             }
             None => {
-                let _ = writeln!(
-                    out,
-                    "  {name} at C=32, p99 over the floor's ≤ 1 ms: not measured"
-                );
+                let _ = writeln!(out, "{label}: not measured");
             }
         }
+    }
+    let open = blocks
+        .iter()
+        .find(|b| b.concurrency == TAIL_AT && b.offered.is_some());
+    for name in TARGETS {
+        let label = format!("  {name} at C={TAIL_AT} open-loop, p99 over the floor's ≤ 1 ms");
+        let Some(open) = open else {
+            let _ = writeln!(out, "{label}: not measured");
+            continue;
+        };
+        let label = format!(
+            "{label} (both at {:.0} req/s offered)",
+            open.offered.unwrap_or_default()
+        );
+        let line = match (open.floor(), open.target(name)) {
+            (Some(floor), _) if floor.stalled() => format!(
+                "not measured — both floor runs stalled (the better p99 {:.2} ms, the median \
+                 {:.2} ms): run the bench again",
+                floor.p99_us / 1000.0,
+                floor.p50_us / 1000.0
+            ),
+            (Some(floor), _) if floor.late > LATE => format!(
+                "not measured — the floor did not carry the rate ({:.1} % of its arrivals waited \
+                 for a connection)",
+                floor.late * 100.0
+            ),
+            (Some(_), Some(target)) if target.late > LATE => format!(
+                "NOT met — it did not carry the rate ({:.1} % of its arrivals waited for a \
+                 connection)",
+                target.late * 100.0
+            ),
+            (Some(_), Some(_)) => match open.target_added_p99_ms(name) {
+                Some(added) => format!("{added:+.2} ms — {}", verdict(added <= 1.0)),
+                None => "not measured".to_owned(),
+            },
+            _ => "not measured".to_owned(),
+        };
+        let _ = writeln!(out, "{label}: {line}");
     }
     match memory.at(IDLE) {
         Some(idle) => {
@@ -372,6 +466,7 @@ mod tests {
     fn block(c: usize) -> Block {
         Block {
             concurrency: c,
+            offered: None,
             rows: vec![
                 row(FLOOR, 300_000, 1_000),
                 row(NC_READ, 160_000, 2_500),
@@ -409,6 +504,7 @@ mod tests {
         assert_eq!(b.ratio("no such row"), None);
         let empty = Block {
             concurrency: 16,
+            offered: None,
             rows: vec![row(NC_READ, 1, 1)],
         };
         assert_eq!(empty.floor(), None);
@@ -481,12 +577,12 @@ mod tests {
         );
         assert!(
             text.contains(
-                "BFF nc/read (4 KiB) at C=32, p99 over the floor's ≤ 1 ms: +1.50 ms — NOT met"
+                "BFF nc/read (4 KiB) at C=32 closed-loop, p99 over the floor's ≤ 1 ms: +1.50 ms — NOT met"
             ),
             "{text}"
         );
         // The better of the target's two runs, as the floor's.
-        assert!(text.contains("MCP acdm_read_nextcloud_file (4 KiB) at C=32, p99 over the floor's ≤ 1 ms: +0.50 ms — met"), "{text}");
+        assert!(text.contains("MCP acdm_read_nextcloud_file (4 KiB) at C=32 closed-loop, p99 over the floor's ≤ 1 ms: +0.50 ms — met"), "{text}");
         assert!(text.contains("RSS idle ≤ 30 MB: 12.0 MB — met"), "{text}");
         assert!(
             text.contains("RSS after the C=64 runs ≤ 80 MB: 90.0 MB (peak 95.0 MB) — NOT met"),
@@ -497,7 +593,7 @@ mod tests {
             "service RSS: idle 12.0 MB, after C=16 40.0 MB, after C=64 90.0 MB; peak (VmHWM) 95.0 MB"
         );
         let none = targets(&[], &MemoryLog::default());
-        assert_eq!(none.matches("not measured").count(), 6, "{none}");
+        assert_eq!(none.matches("not measured").count(), 8, "{none}");
         // Both floor runs stalled at C=32 (p99 sixty and seventy times
         // their medians): no tail is read off that block, met or not.
         let mut stalled = block(32);
@@ -506,10 +602,70 @@ mod tests {
         assert!(stalled.floor().unwrap().stalled());
         assert!(!block(32).floor().unwrap().stalled());
         let text = targets(&[block(16), stalled, block(64)], &memory);
-        assert_eq!(text.matches("C=32, p99 over the floor's ≤ 1 ms: not measured — both floor runs stalled (the better p99 42.00 ms, the median 0.60 ms): run the bench again").count(), 2, "{text}");
+        assert_eq!(text.matches("C=32 closed-loop, p99 over the floor's ≤ 1 ms: not measured — both floor runs stalled (the better p99 42.00 ms, the median 0.60 ms): run the bench again").count(), 2, "{text}");
         assert!(
-            !text.contains("C=32, p99 over the floor's ≤ 1 ms: +"),
+            !text.contains("C=32 closed-loop, p99 over the floor's ≤ 1 ms: +"),
             "{text}"
         );
+    }
+
+    /// The C=32 open-loop block: every run carried 8000 req/s offered.
+    fn open_block() -> Block {
+        let mut rows = vec![
+            row(FLOOR, 80_000, 400),
+            row(NC_READ, 80_000, 1_100),
+            row(MCP_READ_FILE, 80_000, 1_500),
+            row(&again(MCP_READ_FILE), 80_000, 1_600),
+            row(&again(NC_READ), 80_000, 1_300),
+            row(FLOOR_AGAIN, 80_000, 500),
+        ];
+        rows[1].figures.late = 10;
+        Block {
+            concurrency: 32,
+            offered: Some(8000.0),
+            rows,
+        }
+    }
+
+    #[test]
+    fn the_open_loop_tail_is_read_at_one_offered_rate_and_late_arrivals_count() {
+        let memory = MemoryLog::default();
+        let open = open_block();
+        let table = open.table("SQLite");
+        assert!(
+            table.starts_with("### C=32, open-loop at 8000 req/s offered — SQLite\n"),
+            "{table}"
+        );
+        assert!(
+            table.contains(
+                "| BFF nc/read (4 KiB) | 8000 | 0.55 | 1.10 | 1.00 | +0.70 | 30 | 10 (0.01 %) | 0 |"
+            ),
+            "{table}"
+        );
+        // The closed-loop block has no late column.
+        assert!(!block(32).table("x").contains("late"));
+        let text = targets(&[block(16), block(32), open.clone(), block(64)], &memory);
+        // The closed-loop reading is still printed, from the closed-loop block.
+        assert!(text.contains("BFF nc/read (4 KiB) at C=32 closed-loop, p99 over the floor's ≤ 1 ms: +1.50 ms — NOT met"), "{text}");
+        // Open-loop: the lower p99 of two runs over the floor's lower.
+        assert!(text.contains("BFF nc/read (4 KiB) at C=32 open-loop, p99 over the floor's ≤ 1 ms (both at 8000 req/s offered): +0.70 ms — met"), "{text}");
+        assert!(text.contains("MCP acdm_read_nextcloud_file (4 KiB) at C=32 open-loop, p99 over the floor's ≤ 1 ms (both at 8000 req/s offered): +1.10 ms — NOT met"), "{text}");
+        // A target whose every run had more than 1 % of its arrivals wait
+        // for a connection did not carry the rate: not met, whatever its tail.
+        let mut behind = open.clone();
+        behind.rows[1].figures.late = 2_000;
+        behind.rows[4].figures.late = 1_200;
+        let text = targets(&[behind], &memory);
+        assert!(text.contains("BFF nc/read (4 KiB) at C=32 open-loop, p99 over the floor's ≤ 1 ms (both at 8000 req/s offered): NOT met — it did not carry the rate (1.5 % of its arrivals waited for a connection)"), "{text}");
+        // One run that carried it is enough, as one run's p99 is.
+        let mut one = open.clone();
+        one.rows[1].figures.late = 2_000;
+        assert!(targets(&[one], &memory).contains("BFF nc/read (4 KiB) at C=32 open-loop, p99 over the floor's ≤ 1 ms (both at 8000 req/s offered): +0.70 ms — met"));
+        // A floor that did not carry the rate measures nothing.
+        let mut slow_floor = open;
+        slow_floor.rows[0].figures.late = 4_000;
+        slow_floor.rows[5].figures.late = 4_000;
+        let text = targets(&[slow_floor], &memory);
+        assert_eq!(text.matches("not measured — the floor did not carry the rate (5.0 % of its arrivals waited for a connection)").count(), 2, "{text}");
     }
 }
