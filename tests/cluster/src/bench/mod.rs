@@ -586,6 +586,17 @@ pub(crate) async fn main(args: &[String]) -> Result<bool> {
     }
 }
 
+/// The offered rate of the open-loop runs after a closed-loop `block`:
+/// `fraction` of its floor's req/s, at [`TAIL_AT`] only; none when the
+/// fraction is 0 or the floor was not measured.
+fn open_loop_rate(block: &Block, fraction: f64) -> Option<f64> {
+    (block.concurrency == TAIL_AT && block.offered.is_none() && fraction > 0.0)
+        .then(|| block.floor())
+        .flatten()
+        .map(|floor| floor.rate * fraction)
+        .filter(|rate| *rate >= 1.0)
+}
+
 /// The measurements on a started rig; the number of failed answers.
 async fn run(rig: &Rig, options: &Options, database: &str) -> Result<u64> {
     let scenarios = scenario::scenarios(&rig.token);
@@ -602,11 +613,7 @@ async fn run(rig: &Rig, options: &Options, database: &str) -> Result<u64> {
             "\n{}",
             block.table(&format!("{database}, load average {}", load_average()))
         );
-        let offered = (concurrency == TAIL_AT && options.offered > 0.0)
-            .then(|| block.floor())
-            .flatten()
-            .map(|floor| floor.rate * options.offered)
-            .filter(|rate| *rate >= 1.0);
+        let offered = open_loop_rate(&block, options.offered);
         blocks.push(block);
         if let Some(rate) = offered {
             eprintln!("measuring at C={concurrency}, open-loop at {rate:.0} req/s…");
@@ -616,7 +623,7 @@ async fn run(rig: &Rig, options: &Options, database: &str) -> Result<u64> {
             println!(
                 "\n{}",
                 paced.table(&format!(
-                    "{database}, load average {}; open-loop at {:.2} × the floor's closed-loop req/s above",
+                    "{database}, load average {}; {:.2} × the floor's closed-loop req/s above",
                     load_average(),
                     options.offered
                 ))
@@ -754,6 +761,38 @@ mod tests {
                 FLOOR_AGAIN.to_owned()
             ]
         );
+    }
+
+    #[test]
+    fn the_open_loop_runs_follow_the_tail_block_at_a_fraction_of_its_floor() {
+        use crate::bench::wrk::Figures;
+        let floor = |name: &str, requests: u64| report::Row {
+            name: name.to_owned(),
+            figures: Figures {
+                requests,
+                duration: Duration::from_secs(10),
+                ..Figures::default()
+            },
+            cpu_us: None,
+        };
+        let block = |concurrency: usize, offered: Option<f64>| Block {
+            concurrency,
+            offered,
+            rows: vec![floor(FLOOR, 400_000), floor(FLOOR_AGAIN, 600_000)],
+        };
+        // The floor's mean: 50,000 req/s.
+        let rate = open_loop_rate(&block(TAIL_AT, None), 0.25).unwrap();
+        assert!((rate - 12_500.0).abs() < 1e-6, "{rate}");
+        assert_eq!(open_loop_rate(&block(16, None), 0.25), None);
+        assert_eq!(open_loop_rate(&block(64, None), 0.25), None);
+        assert_eq!(open_loop_rate(&block(TAIL_AT, None), 0.0), None);
+        assert_eq!(open_loop_rate(&block(TAIL_AT, Some(1000.0)), 0.25), None);
+        let no_floor = Block {
+            concurrency: TAIL_AT,
+            offered: None,
+            rows: Vec::new(),
+        };
+        assert_eq!(open_loop_rate(&no_floor, 0.25), None);
     }
 
     #[test]

@@ -11,15 +11,20 @@
 //!
 //! A run is closed-loop (each connection sends its next request as soon as
 //! its answer is in: the load is whatever the server carries) or, with a
-//! [`Pace`], open-loop at a fixed offered rate: requests arrive at random
+//! [`Pace`], open-loop at a fixed offered rate: arrivals are due at random
 //! (exponential gaps, a Poisson stream per wrk thread) at a rate set
-//! beforehand, each sent on the thread's first free connection. wrk's
-//! `delay` hook holds each connection until the next arrival is due; an
-//! arrival that finds every connection busy for more than a millisecond
-//! (wrk's timer granularity) is sent when one frees and counted `late`.
-//! Latency is measured from the send, as wrk does: a late arrival's wait
-//! for a connection is not in the histogram, which is why the count is
-//! printed with it.
+//! beforehand, each taken by the thread's next free connection. wrk's
+//! `delay` hook holds each connection until the next arrival is due. Its
+//! timers count whole milliseconds of the wall clock, so requests leave at
+//! millisecond ticks, up to a millisecond early, about rate/1000 at a time
+//! across the threads: the arrivals per millisecond are Poisson, their
+//! spread within it is not. The schedule is absolute, so the mean rate is
+//! the offered one. An arrival whose connection comes free more than a
+//! millisecond after it was due (the server was behind, or wrk's own
+//! thread waited for a core) is sent at once and counted `late`. Latency
+//! is measured from the send, as wrk does: a late arrival's wait is not in
+//! the histogram, which is why the count is printed with it. Every run
+//! seeds thread n's stream with n, so runs see the same arrival pattern.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -508,9 +513,18 @@ mod tests {
         ] {
             assert!(text.contains(needed), "{needed} missing:\n{text}");
         }
-        // The hook is defined after the counters' names and before the
-        // hooks that read them.
-        assert!(text.find("function delay").unwrap() < text.find("function done").unwrap());
+        // The schedule moves forward (an exponential gap is -mean·ln U),
+        // in milliseconds, and only a wait of over a millisecond is late.
+        for needed in [
+            "due_ms = due_ms - gap_ms * math.log(1 - math.random())",
+            "if wait < -1 then",
+            "tonumber(clock.tv_sec) * 1000 + tonumber(clock.tv_nsec) / 1000000",
+            "return math.floor(wait)",
+        ] {
+            assert!(text.contains(needed), "{needed} missing:\n{text}");
+        }
+        // `late` starts at 0 in every thread, paced or not.
+        assert!(text.contains("  late = 0\n"), "{text}");
         assert!(Pace::new(100.0, 0).per_thread > 0.0);
     }
 
