@@ -90,7 +90,7 @@ fn http(args: &[String]) -> ExitCode {
         if postgres {
             crate::cluster::require_psql()?;
         }
-        crate::cluster::build(&root)
+        crate::cluster::build(&root, crate::cluster::Harness::Release)
     });
     match prepared {
         Ok((backend, harness)) => {

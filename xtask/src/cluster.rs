@@ -79,7 +79,7 @@ fn prepare(root: &Path) -> Result<(PathBuf, PathBuf), String> {
     crate::setup::install(root)?;
     crate::setup::install_debian(&[crate::setup::NGINX])?;
     require_psql()?;
-    build(root)
+    build(root, Harness::Debug)
 }
 
 /// Fails unless psql runs (the harness creates and drops its database with it).
@@ -97,11 +97,25 @@ pub(crate) fn require_psql() -> Result<(), String> {
     }
 }
 
+/// How the harness is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Harness {
+    /// A debug build: the cluster suite only drives and checks.
+    Debug,
+    /// A release build: the HTTP bench's open-loop generator must keep
+    /// its pace.
+    Release,
+}
+
 /// Builds the release backend and the harness; returns their paths.
-pub(crate) fn build(root: &Path) -> Result<(PathBuf, PathBuf), String> {
+pub(crate) fn build(root: &Path, harness: Harness) -> Result<(PathBuf, PathBuf), String> {
+    let harness_build: &[&str] = match harness {
+        Harness::Debug => &["build", "-p", "acdm-cluster"],
+        Harness::Release => &["build", "--release", "-p", "acdm-cluster"],
+    };
     for build in [
         &["build", "--release", "-p", "acdm-backend"][..],
-        &["build", "-p", "acdm-cluster"][..],
+        harness_build,
     ] {
         println!("$ cargo {}", build.join(" "));
         let built = cargo_command()
@@ -114,9 +128,13 @@ pub(crate) fn build(root: &Path) -> Result<(PathBuf, PathBuf), String> {
         }
     }
     let target = target_dir(root);
+    let profile = match harness {
+        Harness::Debug => "debug",
+        Harness::Release => "release",
+    };
     Ok((
         target.join("release").join("acdm-backend"),
-        target.join("debug").join("acdm-cluster"),
+        target.join(profile).join("acdm-cluster"),
     ))
 }
 

@@ -26,6 +26,7 @@
 //! end. Exit status 1 when any answer failed (the table says which and
 //! how), never for a figure.
 
+mod paced;
 mod procfs;
 mod report;
 mod scenario;
@@ -42,7 +43,7 @@ use tokio::process::Command;
 
 use crate::bench::report::{Block, MemoryLog, Row};
 use crate::bench::scenario::{FLOOR, FLOOR_AGAIN, Scenario, TARGETS, Target, again};
-use crate::bench::wrk::{Load, Pace};
+use crate::bench::wrk::Load;
 use crate::harness::{Database, free_port, http_client, provision, random_token};
 use crate::nginx::Nginx;
 use crate::process::{Process, log_tail};
@@ -371,34 +372,52 @@ impl Rig {
         concurrency: usize,
         offered: Option<f64>,
     ) -> Result<Row> {
-        let scripts = self.dir.join("scripts");
-        std::fs::create_dir_all(&scripts)?;
-        let pace = offered.map(|rate| Pace::new(rate, options.threads.min(concurrency)));
-        let script = scripts.join(format!(
-            "{}{}.lua",
-            slug(scenario.name),
-            if pace.is_some() { "-paced" } else { "" }
-        ));
-        std::fs::write(
-            &script,
-            wrk::script(scenario.name, &scenario.request, &scenario.judge, pace),
-        )?;
         let addr = self.addr(scenario.target);
-        let log = self.dir.join("wrk.log");
-        let load = |seconds: u64| Load {
-            connections: concurrency,
-            threads: options.threads,
-            duration: Duration::from_secs(seconds),
-        };
-        let warm = if options.warmup > 0 {
-            Some(wrk::run(load(options.warmup), &script, addr, &scenario.path, &log).await?)
-        } else {
-            None
-        };
         let hop = self.hop_pid(scenario.target);
-        let cpu_before = hop.map(procfs::cpu_time);
-        let mut figures =
-            wrk::run(load(options.seconds), &script, addr, &scenario.path, &log).await?;
+        let (warm, cpu_before, mut figures) = match offered {
+            None => {
+                let scripts = self.dir.join("scripts");
+                std::fs::create_dir_all(&scripts)?;
+                let script = scripts.join(format!("{}.lua", slug(scenario.name)));
+                std::fs::write(
+                    &script,
+                    wrk::script(scenario.name, &scenario.request, &scenario.judge),
+                )?;
+                let log = self.dir.join("wrk.log");
+                let load = |seconds: u64| Load {
+                    connections: concurrency,
+                    threads: options.threads,
+                    duration: Duration::from_secs(seconds),
+                };
+                let warm = if options.warmup > 0 {
+                    Some(wrk::run(load(options.warmup), &script, addr, &scenario.path, &log).await?)
+                } else {
+                    None
+                };
+                let cpu_before = hop.map(procfs::cpu_time);
+                let figures =
+                    wrk::run(load(options.seconds), &script, addr, &scenario.path, &log).await?;
+                (warm, cpu_before, figures)
+            }
+            Some(rate) => {
+                // Every run sees the same arrivals: the warm-up its own
+                // stream, each measured run another.
+                let open = |seconds: u64, seed: u64| paced::Open {
+                    connections: concurrency,
+                    rate,
+                    duration: Duration::from_secs(seconds),
+                    seed,
+                };
+                let warm = if options.warmup > 0 {
+                    Some(paced_run(open(options.warmup, 2), scenario, addr).await?)
+                } else {
+                    None
+                };
+                let cpu_before = hop.map(procfs::cpu_time);
+                let figures = paced_run(open(options.seconds, 1), scenario, addr).await?;
+                (warm, cpu_before, figures)
+            }
+        };
         let cpu_us = hop.zip(cpu_before).and_then(|(pid, before)| {
             let used = procfs::cpu_time(pid).saturating_sub(before);
             (figures.requests > 0).then(|| used.as_secs_f64() * 1e6 / figures.requests as f64)
@@ -584,6 +603,22 @@ pub(crate) async fn main(args: &[String]) -> Result<bool> {
         );
         Ok(false)
     }
+}
+
+/// One open-loop run of `scenario`, on a thread of its own.
+async fn paced_run(
+    open: paced::Open,
+    scenario: &Scenario,
+    addr: SocketAddr,
+) -> Result<wrk::Figures> {
+    let (request, judge, path) = (
+        scenario.request.clone(),
+        scenario.judge.clone(),
+        scenario.path.clone(),
+    );
+    tokio::task::spawn_blocking(move || paced::run(&open, &request, &judge, addr, &path))
+        .await
+        .context("the open-loop run's thread")?
 }
 
 /// The offered rate of the open-loop runs after a closed-loop `block`:
