@@ -20,8 +20,9 @@
 //! open-loop, at one offered rate for all (a fraction of the floor's
 //! closed-loop req/s): each server carries the same load, and the p99
 //! over the floor's is the latency the hop adds at that load. An arrival
-//! that waited for a free connection is counted (`late`); a target whose
-//! runs had more than [`LATE`] of them did not carry the rate.
+//! sent more than a millisecond after it was due is counted (`late`); a
+//! target whose runs all had more than [`LATE`] of them did not carry the
+//! rate.
 
 use std::fmt::Write as _;
 
@@ -412,13 +413,13 @@ pub(crate) fn targets(blocks: &[Block], memory: &MemoryLog) -> String {
                 floor.p50_us / 1000.0
             ),
             (Some(floor), _) if floor.late > LATE => format!(
-                "not measured — the floor did not carry the rate ({:.1} % of its arrivals waited \
-                 for a connection)",
+                "not measured — the floor did not carry the rate ({:.1} % of its arrivals sent \
+                 over a millisecond late)",
                 floor.late * 100.0
             ),
             (Some(_), Some(target)) if target.late > LATE => format!(
-                "NOT met — it did not carry the rate ({:.1} % of its arrivals waited for a \
-                 connection)",
+                "NOT met — it did not carry the rate ({:.1} % of its arrivals sent over a \
+                 millisecond late)",
                 target.late * 100.0
             ),
             (Some(_), Some(_)) => match open.target_added_p99_ms(name) {
@@ -669,7 +670,7 @@ mod tests {
         behind.rows[1].figures.late = 2_000;
         behind.rows[4].figures.late = 1_200;
         let text = targets(&[behind], &memory);
-        assert!(text.contains("BFF nc/read (4 KiB) at C=32 open-loop, p99 over the floor's ≤ 1 ms (both at 8000 req/s offered): NOT met — it did not carry the rate (1.5 % of its arrivals waited for a connection)"), "{text}");
+        assert!(text.contains("BFF nc/read (4 KiB) at C=32 open-loop, p99 over the floor's ≤ 1 ms (both at 8000 req/s offered): NOT met — it did not carry the rate (1.5 % of its arrivals sent over a millisecond late)"), "{text}");
         // One run that carried it is enough, and the tail is that run's:
         // the run with 2.5 % late arrivals has the lower p99 (1.1 ms) but
         // is not read.
@@ -688,6 +689,6 @@ mod tests {
         slow_floor.rows[0].figures.late = 4_000;
         slow_floor.rows[5].figures.late = 4_000;
         let text = targets(&[slow_floor], &memory);
-        assert_eq!(text.matches("not measured — the floor did not carry the rate (5.0 % of its arrivals waited for a connection)").count(), 2, "{text}");
+        assert_eq!(text.matches("not measured — the floor did not carry the rate (5.0 % of its arrivals sent over a millisecond late)").count(), 2, "{text}");
     }
 }
