@@ -21,9 +21,11 @@
 //! [`scenario`] in turn — the floor and the targets' two scenarios first
 //! and again, mirrored, last — for a warm-up and a measured run, and the
 //! block's table is printed: req/s, p50, p99, the ratio to the floor, the
-//! p99 over the floor's, the hop's CPU time per answer, and the failures. The service's resident memory is read
-//! idle and after each concurrency; the targets are read off the
-//! end. Exit status 1 when any answer failed (the table says which and
+//! p99 over the floor's, the hop's CPU time per answer, and the failures.
+//! After the [`TAIL_AT`] block the floor and the targets run once more,
+//! open-loop at one offered rate ([`paced`]). The service's resident
+//! memory is read idle and after each concurrency; the targets
+//! are read off the end. Exit status 1 when any answer failed (the table says which and
 //! how), never for a figure.
 
 mod paced;
@@ -374,7 +376,7 @@ impl Rig {
     ) -> Result<Row> {
         let addr = self.addr(scenario.target);
         let hop = self.hop_pid(scenario.target);
-        let (warm, cpu_before, mut figures) = match offered {
+        let driver = match offered {
             None => {
                 let scripts = self.dir.join("scripts");
                 std::fs::create_dir_all(&scripts)?;
@@ -383,41 +385,29 @@ impl Rig {
                     &script,
                     wrk::script(scenario.name, &scenario.request, &scenario.judge),
                 )?;
-                let log = self.dir.join("wrk.log");
-                let load = |seconds: u64| Load {
-                    connections: concurrency,
+                Driver::Wrk {
+                    script,
+                    log: self.dir.join("wrk.log"),
                     threads: options.threads,
-                    duration: Duration::from_secs(seconds),
-                };
-                let warm = if options.warmup > 0 {
-                    Some(wrk::run(load(options.warmup), &script, addr, &scenario.path, &log).await?)
-                } else {
-                    None
-                };
-                let cpu_before = hop.map(procfs::cpu_time);
-                let figures =
-                    wrk::run(load(options.seconds), &script, addr, &scenario.path, &log).await?;
-                (warm, cpu_before, figures)
+                }
             }
-            Some(rate) => {
-                // Every run sees the same arrivals: the warm-up its own
-                // stream, each measured run another.
-                let open = |seconds: u64, seed: u64| paced::Open {
-                    connections: concurrency,
-                    rate,
-                    duration: Duration::from_secs(seconds),
-                    seed,
-                };
-                let warm = if options.warmup > 0 {
-                    Some(paced_run(open(options.warmup, 2), scenario, addr).await?)
-                } else {
-                    None
-                };
-                let cpu_before = hop.map(procfs::cpu_time);
-                let figures = paced_run(open(options.seconds, 1), scenario, addr).await?;
-                (warm, cpu_before, figures)
-            }
+            Some(rate) => Driver::Paced(rate),
         };
+        // Open-loop, every run sees the same arrivals: the warm-up one
+        // stream, each measured run another.
+        let warm = if options.warmup > 0 {
+            Some(
+                driver
+                    .run(scenario, addr, concurrency, options.warmup, 2)
+                    .await?,
+            )
+        } else {
+            None
+        };
+        let cpu_before = hop.map(procfs::cpu_time);
+        let mut figures = driver
+            .run(scenario, addr, concurrency, options.seconds, 1)
+            .await?;
         let cpu_us = hop.zip(cpu_before).and_then(|(pid, before)| {
             let used = procfs::cpu_time(pid).saturating_sub(before);
             (figures.requests > 0).then(|| used.as_secs_f64() * 1e6 / figures.requests as f64)
@@ -605,20 +595,64 @@ pub(crate) async fn main(args: &[String]) -> Result<bool> {
     }
 }
 
-/// One open-loop run of `scenario`, on a thread of its own.
-async fn paced_run(
-    open: paced::Open,
-    scenario: &Scenario,
-    addr: SocketAddr,
-) -> Result<wrk::Figures> {
-    let (request, judge, path) = (
-        scenario.request.clone(),
-        scenario.judge.clone(),
-        scenario.path.clone(),
-    );
-    tokio::task::spawn_blocking(move || paced::run(&open, &request, &judge, addr, &path))
-        .await
-        .context("the open-loop run's thread")?
+/// What sends a run's requests.
+enum Driver {
+    /// wrk, closed-loop, with the scenario's script; its reports go to `log`.
+    Wrk {
+        script: PathBuf,
+        log: PathBuf,
+        threads: usize,
+    },
+    /// The harness's open-loop generator, at this many req/s.
+    Paced(f64),
+}
+
+impl Driver {
+    /// One run of `scenario` against `addr` for `seconds` over
+    /// `concurrency` connections (open-loop, the arrivals of stream
+    /// `seed`, on a thread of its own).
+    async fn run(
+        &self,
+        scenario: &Scenario,
+        addr: SocketAddr,
+        concurrency: usize,
+        seconds: u64,
+        seed: u64,
+    ) -> Result<wrk::Figures> {
+        let duration = Duration::from_secs(seconds);
+        match self {
+            Self::Wrk {
+                script,
+                log,
+                threads,
+            } => {
+                let load = Load {
+                    connections: concurrency,
+                    threads: *threads,
+                    duration,
+                };
+                wrk::run(load, script, addr, &scenario.path, log).await
+            }
+            Self::Paced(rate) => {
+                let open = paced::Open {
+                    connections: concurrency,
+                    rate: *rate,
+                    duration,
+                    seed,
+                };
+                let (request, judge, path) = (
+                    scenario.request.clone(),
+                    scenario.judge.clone(),
+                    scenario.path.clone(),
+                );
+                tokio::task::spawn_blocking(move || {
+                    paced::run(&open, &request, &judge, addr, &path)
+                })
+                .await
+                .context("the open-loop run's thread")?
+            }
+        }
+    }
 }
 
 /// The offered rate of the open-loop runs after a closed-loop `block`:

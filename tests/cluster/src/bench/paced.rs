@@ -356,10 +356,12 @@ async fn connection(
                 Ok(None) => {}
                 Err(_) => break None,
             }
-            let mut chunk = [0u8; 16 * 1024];
-            match s.read(&mut chunk).await {
+            // Read straight into the buffer's spare room (no-op when it
+            // has 16 KiB free already).
+            buf.reserve(16 * 1024);
+            match s.read_buf(&mut buf).await {
                 Ok(0) | Err(_) => break None,
-                Ok(n) => buf.extend_from_slice(chunk.get(..n).unwrap_or_default()),
+                Ok(_) => {}
             }
         };
         let latency = sent.elapsed();

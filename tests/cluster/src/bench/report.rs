@@ -16,7 +16,7 @@
 //! Closed-loop, every run saturates what it measures: the load is what
 //! the server carries, a row's median is about the connections over its
 //! req/s, and a tail over the floor's restates the gap in req/s. So at
-//! [`TAIL_AT`](super::TAIL_AT) the floor and the targets also run
+//! [`TAIL_AT`] the floor and the targets also run
 //! open-loop, at one offered rate for all (a fraction of the floor's
 //! closed-loop req/s): each server carries the same load, and the p99
 //! over the floor's is the latency the hop adds at that load. An arrival
