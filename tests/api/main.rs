@@ -18,6 +18,7 @@ mod cli;
 mod connections;
 mod console;
 mod dav;
+mod front;
 mod gate;
 mod health;
 mod helpers;

@@ -30,7 +30,6 @@ use anyhow::Context;
 use axum::Router;
 use axum::extract::Request;
 use axum::extract::State;
-use axum::http::HeaderName;
 use axum::response::IntoResponse;
 use axum::response::Response;
 use axum::routing::get;
@@ -39,10 +38,6 @@ use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceBuilder;
-use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
-use tower_http::trace::TraceLayer;
 
 use crate::config::Config;
 use crate::gate::ServiceGate;
@@ -271,10 +266,10 @@ async fn openapi() -> Response {
 }
 
 /// Adds the probes and the operator API to `routes` and puts everything
-/// under the global middleware. Outermost first: mark secret headers
-/// sensitive; the request id and `Connection: close` while draining
-/// ([`http::outer`]); the request span; the panic guard; then metrics,
-/// service gate, body limit and the request's deadline ([`http::edge`]).
+/// under the global middleware ([`http::FrontLayer`]). Outermost first:
+/// mark secret headers sensitive; the request id and `Connection: close`
+/// while draining; the request span; the panic guard; then metrics,
+/// service gate, body limit and the request's deadline ([`http::Edge`]).
 /// Routes merged after this would bypass the gate, so every route
 /// goes through here; the gate's bypass test calls it with recording routes.
 pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
@@ -293,40 +288,18 @@ pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
     if let Some(console) = &state.console {
         routes = routes.merge(acdm_console::router(console.clone()));
     }
-    let sensitive: Vec<HeaderName> = vec![
-        crate::gate::SERVICE_AUTH,
-        axum::http::header::AUTHORIZATION,
-        axum::http::header::COOKIE,
-        axum::http::header::PROXY_AUTHORIZATION,
-    ];
     routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(
-            ServiceBuilder::new()
-                .layer(SetSensitiveRequestHeadersLayer::new(sensitive))
-                .layer(axum::middleware::from_fn_with_state(
-                    state.readiness.clone(),
-                    http::outer,
-                ))
-                .layer(
-                    TraceLayer::new_for_http()
-                        .make_span_with(http::make_span)
-                        .on_request(())
-                        .on_response(http::on_response)
-                        .on_failure(()),
-                )
-                .layer(CatchPanicLayer::custom(http::panic_response))
-                .layer(axum::middleware::from_fn_with_state(
-                    http::Edge {
-                        metrics: state.http_metrics.clone(),
-                        gate: state.gate.clone(),
-                        max_request_bytes: state.max_request_bytes,
-                        budget: state.budget,
-                    },
-                    http::edge,
-                )),
-        )
+        .layer(http::FrontLayer::new(
+            state.readiness.clone(),
+            http::Edge {
+                metrics: state.http_metrics.clone(),
+                gate: state.gate.clone(),
+                max_request_bytes: state.max_request_bytes,
+                budget: state.budget,
+            },
+        ))
 }
 
 /// A built, bound application.

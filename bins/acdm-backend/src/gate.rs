@@ -1,5 +1,5 @@
 //! The service gate (spec §3.1): one check, made by the edge middleware
-//! (`http::edge`) in front of every route.
+//! (`http::Edge`, inside the global layer `http::FrontLayer`) in front of every route.
 //!
 //! Deny by default. Every path is gated except an exact list of open probe
 //! paths and the operator API (which has its own token). A gated request

@@ -1,7 +1,15 @@
-//! Request plumbing shared by every route: the request id, the request
-//! span and its closing log line, the body-size limit, and turning a panic
-//! into an `internal_error` envelope instead of a dropped connection.
+//! Request plumbing shared by every route, as one layer ([`FrontLayer`]):
+//! the request id, the request span and its closing log line, the service
+//! gate, the body-size limit, the deadline, the request metrics, and
+//! turning a panic into an `internal_error` envelope instead of a dropped
+//! connection.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use acdm_bff::envelope::{Outcome, failure, internal_message};
@@ -10,18 +18,18 @@ use acdm_core::nc::NcOp;
 use acdm_core::project::ProjectOp;
 use acdm_core::{ErrorCode, RequestId};
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, Response as HttpResponse, header};
-use axum::middleware::Next;
 use axum::response::Response;
+use futures_util::FutureExt as _;
 use http_body_util::Limited;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use tracing::Span;
 use tracing::field::Empty;
+use tracing::{Instrument as _, Span};
 
 use crate::gate::ServiceGate;
 
@@ -50,41 +58,136 @@ impl Budget {
     }
 }
 
-/// The outermost middleware: the request id and the drain's
-/// `Connection: close`.
+/// The global middleware, as one tower layer over every route. Outermost
+/// first, it does what five layers did (`docs/performance.md`,
+/// "Middleware"):
 ///
-/// Takes the caller's `X-Request-Id` when it is well-formed, else makes
-/// one; stores it in the request extensions (the request span reads it)
-/// and echoes it on the response. While the server drains, every response
-/// asks its client to close the connection, so a load balancer's
-/// kept-alive connections to this server end cleanly after their current
-/// request instead of being closed under a request it is about to send.
-pub async fn outer(
-    State(readiness): State<std::sync::Arc<crate::health::Readiness>>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    let id = req
-        .headers()
-        .get(&REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| RequestId::parse(v).ok())
-        .unwrap_or_else(RequestId::random);
-    let echo = HeaderValue::from_str(id.as_str()).ok();
-    req.extensions_mut().insert(id);
-    let mut response = next.run(req).await;
-    if let Some(value) = echo {
-        response.headers_mut().insert(REQUEST_ID, value);
-    }
-    if readiness.is_draining() {
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    }
-    response
+/// 1. marks the secret headers' values sensitive, so that no `Debug` of
+///    the request prints them ([`SENSITIVE`]);
+/// 2. takes the caller's `X-Request-Id` when it is well-formed, else makes
+///    one, stores it in the request extensions and echoes it on the
+///    response; while the server drains, every response asks its client
+///    to close the connection, so a load balancer's kept-alive
+///    connections end cleanly after their current request instead of
+///    being closed under one it is about to send;
+/// 3. opens the request span ([`make_span`]) and logs its closing line
+///    ([`on_response`]);
+/// 4. turns a panic of what runs inside into an `internal_error` envelope
+///    ([`panic_response`]) instead of a dropped connection;
+/// 5. the edge ([`Edge`]): counts the request (refused ones included),
+///    checks the service gate and the body-size limit, and runs the rest
+///    by the request's deadline.
+///
+/// Each of axum's `from_fn` layers cloned its inner service into a boxed
+/// one and boxed a future per request, and the trace and panic layers
+/// wrapped the response body in two more boxes: one future here does it
+/// all.
+#[derive(Clone)]
+pub struct FrontLayer {
+    front: Arc<Front>,
 }
 
-/// What the edge middleware checks a request with.
+/// What the global middleware works with.
+struct Front {
+    readiness: Arc<crate::health::Readiness>,
+    edge: Edge,
+}
+
+impl FrontLayer {
+    /// The layer, with the server's readiness (is it draining?) and what
+    /// the edge checks requests with.
+    pub fn new(readiness: Arc<crate::health::Readiness>, edge: Edge) -> Self {
+        Self {
+            front: Arc::new(Front { readiness, edge }),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for FrontLayer {
+    type Service = FrontService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        FrontService {
+            inner,
+            front: self.front.clone(),
+        }
+    }
+}
+
+/// A route under the global middleware ([`FrontLayer`]).
+#[derive(Clone)]
+pub struct FrontService<S> {
+    inner: S,
+    front: Arc<Front>,
+}
+
+/// The request headers whose values are secrets: never printed.
+pub const SENSITIVE: [HeaderName; 4] = [
+    crate::gate::SERVICE_AUTH,
+    header::AUTHORIZATION,
+    header::COOKIE,
+    header::PROXY_AUTHORIZATION,
+];
+
+impl<S> tower::Service<Request> for FrontService<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request) -> Self::Future {
+        // The service made ready is the one called; its clone stays for
+        // the next request.
+        let inner = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, inner);
+        let front = self.front.clone();
+        let started = std::time::Instant::now();
+        let headers = req.headers_mut();
+        for name in &SENSITIVE {
+            if let header::Entry::Occupied(mut entry) = headers.entry(name) {
+                for value in entry.iter_mut() {
+                    value.set_sensitive(true);
+                }
+            }
+        }
+        let id = req
+            .headers()
+            .get(&REQUEST_ID)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| RequestId::parse(v).ok())
+            .unwrap_or_else(RequestId::random);
+        let echo = HeaderValue::from_str(id.as_str()).ok();
+        let span = make_span(&req, &id);
+        req.extensions_mut().insert(id);
+        Box::pin(async move {
+            let guarded = AssertUnwindSafe(front.edge.run(req, inner)).catch_unwind();
+            let mut response = guarded
+                .instrument(span.clone())
+                .await
+                .unwrap_or_else(|panic| span.in_scope(|| panic_response(panic)));
+            on_response(&response, started.elapsed(), &span);
+            drop(span);
+            if let Some(value) = echo {
+                response.headers_mut().insert(REQUEST_ID, value);
+            }
+            if front.readiness.is_draining() {
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            Ok(response)
+        })
+    }
+}
+
+/// What the edge checks a request with.
 #[derive(Clone)]
 pub struct Edge {
     /// Request counts and latencies.
@@ -97,23 +200,6 @@ pub struct Edge {
     pub budget: Budget,
 }
 
-/// The edge middleware, inside the request span, in this order: counts
-/// the request (refused ones included), the service gate, the body-size
-/// limit, and the request's deadline. One middleware rather than four:
-/// each layer of axum's `from_fn` clones its inner service and boxes a
-/// future per request.
-pub async fn edge(State(edge): State<Edge>, req: Request, next: Next) -> Response {
-    let counted = edge.metrics.start(req.uri().path());
-    let response = match edge.admit(req) {
-        Admitted::Run(req, deadline) => {
-            acdm_sources::deadline::within(deadline, next.run(req)).await
-        }
-        Admitted::Refused(refused) => refused,
-    };
-    edge.metrics.finish(counted, &response);
-    response
-}
-
 /// The edge's decision on a request.
 enum Admitted {
     /// Run it, by this deadline.
@@ -123,6 +209,29 @@ enum Admitted {
 }
 
 impl Edge {
+    /// Counts the request, and answers it with `inner` if the gate and the
+    /// body limit admit it, by its deadline.
+    async fn run<S>(&self, req: Request, mut inner: S) -> Response
+    where
+        S: tower::Service<Request, Response = Response, Error = Infallible>,
+    {
+        let counted = self.metrics.start(req.uri().path());
+        let response = match self.admit(req) {
+            Admitted::Run(req, deadline) => {
+                let answer = async move {
+                    match inner.call(req).await {
+                        Ok(response) => response,
+                        Err(never) => match never {},
+                    }
+                };
+                acdm_sources::deadline::within(deadline, answer).await
+            }
+            Admitted::Refused(refused) => refused,
+        };
+        self.metrics.finish(counted, &response);
+        response
+    }
+
     fn admit(&self, req: Request) -> Admitted {
         if let Some(refused) = crate::gate::refusal_for(&self.gate, &req) {
             return Admitted::Refused(refused);
@@ -143,14 +252,10 @@ impl Edge {
 
 /// The request span: the request id, method and path (never the query or
 /// headers), plus fields the gate and the BFF fill in as they learn them.
-pub fn make_span(req: &Request) -> Span {
-    let request_id = req
-        .extensions()
-        .get::<RequestId>()
-        .map_or("", RequestId::as_str);
+fn make_span(req: &Request, id: &RequestId) -> Span {
     tracing::info_span!(
         "request",
-        request_id = %request_id,
+        request_id = %id.as_str(),
         method = %req.method(),
         path = %req.uri().path(),
         op = Empty,
@@ -189,7 +294,7 @@ fn outcome<B>(response: &HttpResponse<B>) -> &'static str {
 
 /// Records status, latency and outcome, and logs one line per request
 /// (probes at debug level).
-pub fn on_response<B>(response: &HttpResponse<B>, latency: Duration, span: &Span) {
+fn on_response<B>(response: &HttpResponse<B>, latency: Duration, span: &Span) {
     let status = response.status();
     let outcome = outcome(response);
     span.record("status", status.as_u16());
@@ -398,7 +503,7 @@ fn limit_body(max: usize, req: Request) -> Request {
 
 /// The answer when a handler panics: an `internal_error` envelope. The
 /// panic message is not sent; the panic hook has logged it.
-pub fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
     tracing::error!("a request handler panicked");
     let mut response = failure(ErrorCode::InternalError, internal_message());
     response.extensions_mut().insert(Outcome("panic"));

@@ -5,8 +5,11 @@
 use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::Targets;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
 mod batch;
@@ -40,16 +43,54 @@ fn default_directives(level: &str) -> String {
         .join(",")
 }
 
-/// The filter: `ACDM_LOG`, else `RUST_LOG`, else our crates at `default`
-/// and libraries at `warn`.
-fn filter(settings: &LogSettings, default: &str) -> EnvFilter {
-    let from_settings = settings
+/// The filter's directives: `ACDM_LOG`, else `RUST_LOG`, else our crates
+/// at `default` and libraries at `warn` (a text `EnvFilter` refuses is
+/// passed over, as if unset).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "RUST_LOG, the filter's conventional fallback, is read where EnvFilter read it before"
+)]
+fn directives(settings: &LogSettings, default: &str) -> String {
+    let valid = |text: &str| EnvFilter::try_new(text).is_ok();
+    settings
         .filter
-        .as_deref()
-        .and_then(|f| EnvFilter::try_new(f).ok());
-    from_settings
-        .or_else(|| EnvFilter::try_from_default_env().ok())
-        .unwrap_or_else(|| EnvFilter::new(default_directives(default)))
+        .clone()
+        .filter(|f| valid(f))
+        .or_else(|| {
+            std::env::var(EnvFilter::DEFAULT_ENV)
+                .ok()
+                .filter(|f| valid(f))
+        })
+        .unwrap_or_else(|| default_directives(default))
+}
+
+/// The filter layer for `directives`. Directives of targets and levels
+/// only (`acdm_bff=debug,warn`) — the default and what operators set —
+/// are a `Targets` filter, which decides on an event's target and level
+/// alone; `EnvFilter` does the same for them but also takes a lock shared
+/// by every thread on each span's entry, exit, record and close, to
+/// follow span-scoped directives (`[request{agent=…}]=debug`), which
+/// only it understands and is kept for.
+fn filter_layer<S>(directives: &str) -> Box<dyn Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+{
+    static_targets(directives).map_or_else(
+        || Box::new(EnvFilter::new(directives)) as Box<dyn Layer<S> + Send + Sync>,
+        |targets| Box::new(targets),
+    )
+}
+
+/// `directives` as a `Targets` filter, when they name only targets and
+/// levels in the plainest spelling (no spaces, no empty directive, no
+/// span or field filter); `None` leaves them to `EnvFilter`.
+fn static_targets(directives: &str) -> Option<Targets> {
+    let plain = directives.split(',').all(|d| {
+        !d.is_empty()
+            && d.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_:=.-".contains(&b))
+    });
+    plain.then(|| directives.parse().ok()).flatten()
 }
 
 /// Installs the global subscriber. `default` is the filter when neither
@@ -64,7 +105,7 @@ pub fn init(settings: &LogSettings, default: &str) -> Option<Flush> {
         LogFormat::Pretty => false,
         LogFormat::Auto => !std::io::stderr().is_terminal(),
     };
-    let filter = filter(settings, default);
+    let directives = directives(settings, default);
     // A second initialisation (tests) keeps the first subscriber.
     if json {
         let (writer, flush) = match Batched::spawn(std::io::stderr()) {
@@ -73,14 +114,14 @@ pub fn init(settings: &LogSettings, default: &str) -> Option<Flush> {
             Err(_) => (BoxMakeWriter::new(std::io::stderr), None),
         };
         tracing_subscriber::registry()
-            .with(filter)
+            .with(filter_layer(&directives))
             .with(JsonLines::new(writer))
             .try_init()
             .ok()
             .and(flush)
     } else {
         let _ = tracing_subscriber::fmt()
-            .with_env_filter(filter)
+            .with_env_filter(EnvFilter::new(directives))
             .with_writer(std::io::stderr)
             .try_init();
         None
@@ -135,6 +176,90 @@ mod tests {
                 "sqlx::pool"
             ],
             "only our info lines and every warning pass"
+        );
+    }
+
+    /// Records the target and level of every event that passes.
+    struct Levels(Arc<Mutex<Vec<String>>>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Levels {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _ctx: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            if let Ok(mut seen) = self.0.lock() {
+                let meta = event.metadata();
+                seen.push(format!("{} {}", meta.target(), meta.level()));
+            }
+        }
+    }
+
+    /// Every event of a fixed set (targets by levels) that passes under
+    /// `layer`, as `target level`.
+    fn passed(layer: Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>) -> Vec<String> {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let subscriber = tracing_subscriber::registry()
+            .with(layer)
+            .with(Levels(seen.clone()));
+        macro_rules! each_level {
+            ($($target:literal),*) => {$(
+                tracing::trace!(target: $target, "trace");
+                tracing::debug!(target: $target, "debug");
+                tracing::info!(target: $target, "info");
+                tracing::warn!(target: $target, "warn");
+                tracing::error!(target: $target, "error");
+            )*};
+        }
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("request", agent = "project-a");
+            let _entered = span.enter();
+            each_level!(
+                "acdm_bff",
+                "acdm_bff::nc",
+                "acdm_bffx",
+                "acdm_core::path",
+                "acdm_backend::http",
+                "rmcp::service",
+                "sqlx"
+            );
+        });
+        seen.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    #[test]
+    fn plain_directives_filter_as_env_filter_would_and_the_rest_stay_with_it() {
+        for directives in [
+            default_directives("info"),
+            default_directives("debug"),
+            "warn".to_owned(),
+            "INFO".to_owned(),
+            "off".to_owned(),
+            "acdm_bff=debug,warn".to_owned(),
+            "acdm_bff".to_owned(),
+            "acdm_core::path=trace,acdm_core=error,info".to_owned(),
+            "acdm_bff=off,acdm_bff::nc=trace".to_owned(),
+        ] {
+            assert!(static_targets(&directives).is_some(), "{directives}");
+            let expected = passed(Box::new(EnvFilter::new(&directives)));
+            assert_eq!(passed(filter_layer(&directives)), expected, "{directives}");
+        }
+        for directives in [
+            "[request{agent=project-a}]=debug",
+            "acdm_bff[request]=debug,warn",
+            "acdm_bff=debug, warn",
+            "acdm_bff=debug,,warn",
+            "",
+        ] {
+            assert!(static_targets(directives).is_none(), "{directives}");
+        }
+        // A span-scoped directive still works: it is EnvFilter's.
+        let scoped = passed(filter_layer("warn,[request{agent=project-a}]=debug"));
+        assert!(scoped.contains(&"rmcp::service DEBUG".to_owned()));
+        assert_eq!(
+            scoped.len(),
+            7 * 4,
+            "debug and above of every target: {scoped:?}"
         );
     }
 
