@@ -86,7 +86,9 @@ where
 /// span or field filter); `None` leaves them to `EnvFilter`.
 fn static_targets(directives: &str) -> Option<Targets> {
     let plain = directives.split(',').all(|d| {
+        // `target=` is TRACE to EnvFilter but ERROR to Targets.
         !d.is_empty()
+            && !d.ends_with('=')
             && d.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"_:=.-".contains(&b))
     });
@@ -249,10 +251,14 @@ mod tests {
             "acdm_bff[request]=debug,warn",
             "acdm_bff=debug, warn",
             "acdm_bff=debug,,warn",
+            "acdm_bff=",
+            "acdm_bff=,warn",
             "",
         ] {
             assert!(static_targets(directives).is_none(), "{directives}");
         }
+        // An empty level is EnvFilter's TRACE.
+        assert!(passed(filter_layer("acdm_bff=")).contains(&"acdm_bff TRACE".to_owned()));
         // A span-scoped directive still works: it is EnvFilter's.
         let scoped = passed(filter_layer("warn,[request{agent=project-a}]=debug"));
         assert!(scoped.contains(&"rmcp::service DEBUG".to_owned()));
