@@ -7,27 +7,22 @@
 use acdm_backend::app::{AppState, with_global_layers};
 use acdm_core::RequestId;
 use axum::Router;
-use axum::body::{Body, to_bytes};
+use axum::body::Body;
 use axum::extract::Request as Incoming;
 use axum::http::{HeaderMap, Request};
 use axum::routing::post;
-use tower::ServiceExt;
 
-use crate::helpers::{Options, TOKEN, test_config};
+use crate::helpers::{Options, TOKEN, app_state, call_router};
 
 /// A route that panics, and one that says which of its headers are
 /// marked sensitive and which request id its extensions hold, under the
 /// global layer of a server with the service token `TOKEN`.
 async fn router() -> (Router, AppState, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let options = Options {
+    let (state, dir) = app_state(&Options {
         service_token: Some(TOKEN),
         ..Options::default()
-    };
-    let config = test_config(&options, dir.path());
-    let store = acdm_backend::app::open_store(&config).await.unwrap();
-    let sources = acdm_backend::app::build_sources(&config).unwrap();
-    let state = AppState::new(&config, store, sources);
+    })
+    .await;
     let adapters = Router::new()
         .route(
             "/agent-tools/panics",
@@ -69,15 +64,7 @@ async fn post_to(
     for (name, value) in headers {
         builder = builder.header(*name, *value);
     }
-    let response = router
-        .clone()
-        .oneshot(builder.body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let body = to_bytes(response.into_body(), 1 << 16).await.unwrap();
-    (status, headers, String::from_utf8_lossy(&body).into_owned())
+    call_router(router, builder.body(Body::empty()).unwrap()).await
 }
 
 #[tokio::test]

@@ -10,15 +10,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use acdm_backend::app::{AppState, with_global_layers};
+use acdm_backend::app::with_global_layers;
 use acdm_backend::gate::REFUSAL_BODY;
 use axum::Router;
-use axum::body::{Body, to_bytes};
+use axum::body::Body;
 use axum::http::Request;
 use axum::routing::any;
-use tower::ServiceExt;
 
-use crate::helpers::{Options, Req, TOKEN, auth, send, spawn_app, test_config};
+use crate::helpers::{Options, Req, TOKEN, app_state, auth, call_router, send, spawn_app};
 
 /// Every path of the bypass table.
 const PATHS: &[&str] = &[
@@ -99,15 +98,11 @@ fn wrong_tokens() -> Vec<(&'static str, Vec<(&'static str, String)>)> {
 async fn recording_router(
     service_token: Option<&'static str>,
 ) -> (Router, Arc<AtomicUsize>, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let options = Options {
+    let (state, dir) = app_state(&Options {
         service_token,
         ..Options::default()
-    };
-    let config = test_config(&options, dir.path());
-    let store = acdm_backend::app::open_store(&config).await.unwrap();
-    let sources = acdm_backend::app::build_sources(&config).unwrap();
-    let state = AppState::new(&config, store, sources);
+    })
+    .await;
     let reached = Arc::new(AtomicUsize::new(0));
     let recorder = {
         let reached = reached.clone();
@@ -136,14 +131,8 @@ async fn call(
     for (name, value) in headers {
         builder = builder.header(*name, value.as_str());
     }
-    let response = router
-        .clone()
-        .oneshot(builder.body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let body = to_bytes(response.into_body(), 1 << 16).await.unwrap();
-    (status, String::from_utf8_lossy(&body).into_owned())
+    let (status, _, body) = call_router(router, builder.body(Body::empty()).unwrap()).await;
+    (status, body)
 }
 
 #[tokio::test]

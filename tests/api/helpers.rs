@@ -275,3 +275,30 @@ pub(crate) fn auth() -> [(&'static str, &'static str); 1] {
 }
 
 pub(crate) const BEARER: &str = "Bearer adm-fedcba9876543210fedcba9876543210";
+
+/// The application state of a server started with `options`, over a data
+/// folder of its own (removed when the returned folder is dropped), for
+/// routers called in process rather than over a socket.
+pub(crate) async fn app_state(options: &Options) -> (AppState, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_config(options, dir.path());
+    let store = acdm_backend::app::open_store(&config).await.unwrap();
+    let sources = acdm_backend::app::build_sources(&config).unwrap();
+    (AppState::new(&config, store, sources), dir)
+}
+
+/// Sends `request` to `router` in process: the status, headers and body
+/// (as text) of its answer.
+pub(crate) async fn call_router(
+    router: &axum::Router,
+    request: axum::http::Request<axum::body::Body>,
+) -> (u16, axum::http::HeaderMap, String) {
+    use tower::ServiceExt as _;
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+        .await
+        .unwrap();
+    (status, headers, String::from_utf8_lossy(&body).into_owned())
+}
