@@ -83,6 +83,33 @@ async fn a_panicking_handler_is_answered_with_an_internal_error_under_its_reques
 }
 
 #[tokio::test]
+async fn a_panicked_request_is_counted_like_any_other_answer() {
+    let (router, state, _dir) = router().await;
+    post_to(&router, "/agent-tools/panics", &[]).await;
+    post_to(&router, "/agent-tools/panics", &[]).await;
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &state.metrics).unwrap();
+    let line = |prefix: &str| {
+        text.lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} in:\n{text}"))
+            .to_owned()
+    };
+    assert_eq!(
+        line(r#"acdm_http_requests_total{surface="agent_tools",status="5xx"}"#),
+        r#"acdm_http_requests_total{surface="agent_tools",status="5xx"} 2"#
+    );
+    assert!(
+        line(r#"acdm_http_request_duration_seconds_count{surface="agent_tools"}"#).ends_with(" 2"),
+        "{text}"
+    );
+    assert_eq!(
+        line(r#"acdm_bff_operations_total{op="unknown",outcome="panic"}"#),
+        r#"acdm_bff_operations_total{op="unknown",outcome="panic"} 2"#
+    );
+}
+
+#[tokio::test]
 async fn the_request_id_is_the_callers_when_well_formed_and_a_fresh_one_otherwise() {
     let (router, _state, _dir) = router().await;
     let (_, headers, body) = post_to(

@@ -74,9 +74,10 @@ impl Budget {
 ///    ([`on_response`]);
 /// 4. turns a panic of what runs inside into an `internal_error` envelope
 ///    ([`panic_response`]) instead of a dropped connection;
-/// 5. the edge ([`Edge`]): counts the request (refused ones included),
-///    checks the service gate and the body-size limit, and runs the rest
-///    by the request's deadline.
+/// 5. the edge ([`Edge`]): counts the request (refused and panicked ones
+///    included), checks the service gate and the body-size limit, and
+///    runs the rest by the request's deadline, answering a route's panic
+///    itself so that it is counted.
 ///
 /// Each of axum's `from_fn` layers cloned its inner service into a boxed
 /// one and boxed a future per request, and the trace and panic layers
@@ -167,6 +168,8 @@ where
         let span = make_span(&req, &id);
         req.extensions_mut().insert(id);
         Box::pin(async move {
+            // The edge answers a route's panic itself; this guard is for a
+            // panic of the edge's own.
             let guarded = AssertUnwindSafe(front.edge.run(req, inner)).catch_unwind();
             let mut response = guarded
                 .instrument(span.clone())
@@ -218,13 +221,18 @@ impl Edge {
         let counted = self.metrics.start(req.uri().path());
         let response = match self.admit(req) {
             Admitted::Run(req, deadline) => {
-                let answer = async move {
+                // A panic of the route (in its `call` or its future) is
+                // answered here, so that it is counted like any answer.
+                let answer = AssertUnwindSafe(async move {
                     match inner.call(req).await {
                         Ok(response) => response,
                         Err(never) => match never {},
                     }
-                };
-                acdm_sources::deadline::within(deadline, answer).await
+                })
+                .catch_unwind();
+                acdm_sources::deadline::within(deadline, answer)
+                    .await
+                    .unwrap_or_else(panic_response)
             }
             Admitted::Refused(refused) => refused,
         };
