@@ -23,7 +23,8 @@ use serde::Serialize;
 
 tokio::task_local! {
     /// The id of the request being handled, for `internal_error` messages.
-    static REQUEST_ID: RequestId;
+    /// `None` outside a request, or for a request without an id.
+    static REQUEST_ID: Option<RequestId>;
 }
 
 /// Middleware: makes the request's id (set by the binary's outermost
@@ -35,14 +36,15 @@ pub async fn request_scope(req: Request, next: Next) -> Response {
 
 /// Runs `handling` with `id` as the request id [`internal_message`] names:
 /// [`request_scope`] for a middleware that has its own work to do.
-pub(crate) async fn in_request_scope<F: Future<Output = Response>>(
+///
+/// Not an `async fn`: its future would hold `handling` twice (as its
+/// argument, then inside the scope's future), and middlewares' futures
+/// are moved whole into a box on every call.
+pub(crate) fn in_request_scope<F: Future<Output = Response>>(
     id: Option<RequestId>,
     handling: F,
-) -> Response {
-    match id {
-        Some(id) => REQUEST_ID.scope(id, handling).await,
-        None => handling.await,
-    }
+) -> impl Future<Output = Response> {
+    REQUEST_ID.scope(id, handling)
 }
 
 /// Why a request was refused before a handler ran (`service_auth_failed`,
@@ -153,11 +155,13 @@ pub fn failure(code: ErrorCode, message: impl Into<String>) -> Response {
 pub fn internal_message() -> String {
     REQUEST_ID
         .try_with(|id| {
-            format!(
+            id.as_ref().map(|id| format!(
                 "internal error; an operator can find the details in the server logs under request id {id}"
-            )
+            ))
         })
-        .unwrap_or_else(|_| {
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| {
             "internal error; an operator can find the details in the server logs".to_owned()
         })
 }
@@ -285,7 +289,7 @@ mod tests {
             detail: "SQLSTATE 42P01 secret".into(),
         };
         let inside = REQUEST_ID
-            .scope(id, async { Failure::from(corrupt()) })
+            .scope(Some(id), async { Failure::from(corrupt()) })
             .await;
         let r = inside.envelope();
         assert_eq!(r.error_code(), Some(ErrorCode::InternalError));

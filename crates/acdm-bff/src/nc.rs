@@ -151,15 +151,19 @@ async fn dispatch(
         actor: caller.actor(),
         caller,
     };
-    // Exhaustive: an operation without a handler does not compile.
+    // Exhaustive: an operation without a handler does not compile. Each
+    // operation's future (its body's reading included) is boxed: inline,
+    // this handler's future would be as large as the largest operation's
+    // (a write's, with its journal), and axum moves it whole into a box on
+    // every call, a read included.
     let reply = match op {
-        NcOp::ListMounts => ctx.list_mounts(body(req).await).await,
-        NcOp::List => ctx.list(body(req).await).await,
-        NcOp::Read => ctx.read(body(req).await).await,
-        NcOp::Search => ctx.search(body(req).await).await,
-        NcOp::Write => ctx.write(body(req).await).await,
-        NcOp::Delete => ctx.delete(body(req).await).await,
-        NcOp::Move => ctx.move_item(body(req).await).await,
+        NcOp::ListMounts => Box::pin(async move { ctx.list_mounts(body(req).await).await }).await,
+        NcOp::List => Box::pin(async move { ctx.list(body(req).await).await }).await,
+        NcOp::Read => Box::pin(async move { ctx.read(body(req).await).await }).await,
+        NcOp::Search => Box::pin(async move { ctx.search(body(req).await).await }).await,
+        NcOp::Write => Box::pin(async move { ctx.write(body(req).await).await }).await,
+        NcOp::Delete => Box::pin(async move { ctx.delete(body(req).await).await }).await,
+        NcOp::Move => Box::pin(async move { ctx.move_item(body(req).await).await }).await,
     };
     // A failure names its code as the span's outcome; a success is `ok`
     // by the request span's own default.
@@ -776,5 +780,22 @@ fn entry_view(entry: &Entry, root: &AbsPath) -> EntryInfo {
         size: entry.size,
         modified: entry.modified,
         etag: entry.etag.as_ref().map(|e| e.value().to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The size of the future `handler` returns, without calling it.
+    fn future_size<A, B, C, D, F>(_handler: fn(A, B, C, D) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// axum moves a handler's future whole into a box on every call: a
+    /// read must not pay for a write's future (its journal, its store
+    /// calls) by copying kilobytes it never uses.
+    #[test]
+    fn the_handlers_future_stays_small_whatever_the_operations_hold() {
+        let size = future_size(super::dispatch);
+        assert!(size <= 1024, "nc::dispatch's future is {size} bytes");
     }
 }

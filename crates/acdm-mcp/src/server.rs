@@ -392,11 +392,14 @@ impl KnowledgeServer {
         name: &'static str,
         arguments: JsonObject,
     ) -> Result<Success, Failure> {
+        // Each tool's future is boxed: inline, every call's future would be
+        // as large as the largest tool's, and it is moved whole into a box
+        // on every call.
         match name {
-            SEARCH_WIKI => self.tools.search_wiki(parse(arguments)?).await,
-            READ_WIKI => self.tools.read_wiki(parse(arguments)?).await,
-            SEARCH_NEXTCLOUD => self.tools.search_nextcloud(parse(arguments)?).await,
-            _ => self.tools.read_nextcloud(parse(arguments)?).await,
+            SEARCH_WIKI => Box::pin(self.tools.search_wiki(parse(arguments)?)).await,
+            READ_WIKI => Box::pin(self.tools.read_wiki(parse(arguments)?)).await,
+            SEARCH_NEXTCLOUD => Box::pin(self.tools.search_nextcloud(parse(arguments)?)).await,
+            _ => Box::pin(self.tools.read_nextcloud(parse(arguments)?)).await,
         }
     }
 }
@@ -477,6 +480,23 @@ impl ServerHandler for KnowledgeServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The size of the future `call` returns, without calling it.
+    fn future_size<A, B, C, F>(_call: fn(A, B, C) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// A tool call's future is moved whole into a box on every call (the
+    /// direct path's, then rmcp's): a file read must not pay for copying
+    /// the searches' larger futures it never uses.
+    #[test]
+    fn a_tool_calls_future_stays_small_whatever_the_tools_hold() {
+        let size = future_size(KnowledgeServer::call);
+        assert!(
+            size <= 1024,
+            "KnowledgeServer::call's future is {size} bytes"
+        );
+    }
 
     #[test]
     fn the_catalog_has_four_read_only_tools_with_strict_bounded_schemas() {
