@@ -98,7 +98,7 @@ struct Ctx {
     caller: Caller,
 }
 
-async fn dispatch(
+pub(crate) async fn dispatch(
     State(state): State<BusinessState>,
     Path(op): Path<String>,
     caller: Caller,
@@ -128,21 +128,52 @@ impl Ctx {
     async fn run(&self, op: BusinessOp, req: Request) -> Reply {
         let ctx = self;
         // Exhaustive: an operation without a handler does not compile.
+        // Each operation's future is boxed, as in `nc::dispatch`: inline,
+        // every call's future would be as large as the largest
+        // operation's, and axum moves it whole into a box on every call.
         match op {
-            BusinessOp::ListMeetings => ctx.list_meetings(body(req).await?).await,
-            BusinessOp::GetMeeting => ctx.get_meeting(body(req).await?).await,
-            BusinessOp::CreateMeeting => ctx.create_meeting(body(req).await?).await,
-            BusinessOp::UpdateMeeting => ctx.update_meeting(body(req).await?).await,
-            BusinessOp::DeleteMeeting => ctx.delete_meeting(body(req).await?).await,
-            BusinessOp::ListMeetingFiles => ctx.list_meeting_files(body(req).await?).await,
-            BusinessOp::AttachMeetingFile => ctx.attach_meeting_file(body(req).await?).await,
-            BusinessOp::DeleteMeetingFile => ctx.delete_meeting_file(body(req).await?).await,
-            BusinessOp::ListCalendar => ctx.list_calendar(body(req).await?).await,
-            BusinessOp::ListReports => ctx.list_reports(body(req).await?).await,
-            BusinessOp::GetReport => ctx.get_report(body(req).await?).await,
-            BusinessOp::UpdateReportStatus => ctx.update_report_status(body(req).await?).await,
-            BusinessOp::ListMembers => ctx.list_members(body(req).await?).await,
-            BusinessOp::GetProjectMeta => ctx.get_project_meta(body(req).await?).await,
+            BusinessOp::ListMeetings => {
+                Box::pin(async move { ctx.list_meetings(body(req).await?).await }).await
+            }
+            BusinessOp::GetMeeting => {
+                Box::pin(async move { ctx.get_meeting(body(req).await?).await }).await
+            }
+            BusinessOp::CreateMeeting => {
+                Box::pin(async move { ctx.create_meeting(body(req).await?).await }).await
+            }
+            BusinessOp::UpdateMeeting => {
+                Box::pin(async move { ctx.update_meeting(body(req).await?).await }).await
+            }
+            BusinessOp::DeleteMeeting => {
+                Box::pin(async move { ctx.delete_meeting(body(req).await?).await }).await
+            }
+            BusinessOp::ListMeetingFiles => {
+                Box::pin(async move { ctx.list_meeting_files(body(req).await?).await }).await
+            }
+            BusinessOp::AttachMeetingFile => {
+                Box::pin(async move { ctx.attach_meeting_file(body(req).await?).await }).await
+            }
+            BusinessOp::DeleteMeetingFile => {
+                Box::pin(async move { ctx.delete_meeting_file(body(req).await?).await }).await
+            }
+            BusinessOp::ListCalendar => {
+                Box::pin(async move { ctx.list_calendar(body(req).await?).await }).await
+            }
+            BusinessOp::ListReports => {
+                Box::pin(async move { ctx.list_reports(body(req).await?).await }).await
+            }
+            BusinessOp::GetReport => {
+                Box::pin(async move { ctx.get_report(body(req).await?).await }).await
+            }
+            BusinessOp::UpdateReportStatus => {
+                Box::pin(async move { ctx.update_report_status(body(req).await?).await }).await
+            }
+            BusinessOp::ListMembers => {
+                Box::pin(async move { ctx.list_members(body(req).await?).await }).await
+            }
+            BusinessOp::GetProjectMeta => {
+                Box::pin(async move { ctx.get_project_meta(body(req).await?).await }).await
+            }
         }
     }
 }

@@ -55,3 +55,39 @@ pub fn agent_tools(
             pipeline::agent_pipeline,
         ))
 }
+
+#[cfg(test)]
+mod tests {
+    /// The size of the future `handler` returns, without calling it.
+    fn size_3<A, B, C, F>(_handler: fn(A, B, C) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// The size of the future `handler` returns, without calling it.
+    fn size_4<A, B, C, D, F>(_handler: fn(A, B, C, D) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// axum moves a handler's and a middleware's future whole into a box
+    /// on every call: a read must not pay for copying a write's future
+    /// (its journal, its store calls), nor the pipeline's future hold its
+    /// inner one twice.
+    #[test]
+    fn the_handlers_and_the_pipelines_futures_stay_small() {
+        for (what, size, most) in [
+            ("nc::dispatch", size_4(crate::nc::dispatch), 1024),
+            (
+                "business::dispatch",
+                size_4(crate::business::dispatch),
+                2048,
+            ),
+            (
+                "pipeline::agent_pipeline",
+                size_3(crate::pipeline::agent_pipeline),
+                2048,
+            ),
+        ] {
+            assert!(size <= most, "{what}'s future is {size} bytes");
+        }
+    }
+}

@@ -125,7 +125,7 @@ fn ok<T: Serialize>(data: T, message: impl Into<String>) -> Reply {
     Ok(Envelope(ToolResponse::ok(data, message)).into_response())
 }
 
-async fn dispatch(
+pub(crate) async fn dispatch(
     State(state): State<NcState>,
     Path(op): Path<String>,
     caller: Caller,
@@ -780,22 +780,5 @@ fn entry_view(entry: &Entry, root: &AbsPath) -> EntryInfo {
         size: entry.size,
         modified: entry.modified,
         etag: entry.etag.as_ref().map(|e| e.value().to_owned()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// The size of the future `handler` returns, without calling it.
-    fn future_size<A, B, C, D, F>(_handler: fn(A, B, C, D) -> F) -> usize {
-        std::mem::size_of::<F>()
-    }
-
-    /// axum moves a handler's future whole into a box on every call: a
-    /// read must not pay for a write's future (its journal, its store
-    /// calls) by copying kilobytes it never uses.
-    #[test]
-    fn the_handlers_future_stays_small_whatever_the_operations_hold() {
-        let size = future_size(super::dispatch);
-        assert!(size <= 1024, "nc::dispatch's future is {size} bytes");
     }
 }
