@@ -109,6 +109,16 @@ struct Inner {
     hosts: Hosts,
 }
 
+/// Basic credentials as an `Authorization` value marked sensitive (never
+/// logged); `None` if they cannot be a header value.
+pub(crate) fn basic_authorization(user: &str, password: &str) -> Option<HeaderValue> {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    let mut value = HeaderValue::from_str(&format!("Basic {encoded}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
+
 /// One upstream request, as the source built it; sent once per attempt.
 #[derive(Debug, Clone)]
 pub(crate) struct UpstreamRequest {
@@ -143,15 +153,11 @@ impl UpstreamRequest {
         self
     }
 
-    /// Basic credentials, in a header marked sensitive (never logged).
-    pub(crate) fn basic_auth(mut self, user: &str, password: &str) -> Self {
-        use base64::Engine as _;
-        let encoded =
-            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-        if let Ok(mut value) = HeaderValue::from_str(&format!("Basic {encoded}")) {
-            value.set_sensitive(true);
-            self.headers.insert(header::AUTHORIZATION, value);
-        }
+    /// Sets the `Authorization` header ([`basic_authorization`]'s value,
+    /// made once and shared by every request: a clone is a reference
+    /// count, not a copy).
+    pub(crate) fn authorization(mut self, value: HeaderValue) -> Self {
+        self.headers.insert(header::AUTHORIZATION, value);
         self
     }
 
@@ -895,7 +901,7 @@ mod tests {
         headers.insert("depth", HeaderValue::from_static("0"));
         let request = UpstreamRequest::new(Method::GET, url)
             .headers(&headers)
-            .basic_auth("svc", "app-password");
+            .authorization(basic_authorization("svc", "app-password").unwrap());
         let authorization = &request.headers[header::AUTHORIZATION];
         // base64("svc:app-password")
         assert_eq!(authorization, "Basic c3ZjOmFwcC1wYXNzd29yZA==");

@@ -146,10 +146,20 @@ pub(super) fn parse_head(buf: &mut BytesMut, method: &Method) -> Result<Option<H
             buf.advance(length);
             continue;
         }
+        // The head's bytes copied once; each value is a slice of them, not
+        // a copy of its own.
+        let head_bytes = Bytes::copy_from_slice(buf.get(..length).ok_or(Malformed)?);
+        let start = buf.as_ptr().addr();
         let mut headers = HeaderMap::with_capacity(response.headers.len());
         for h in response.headers.iter() {
             let name = HeaderName::from_bytes(h.name.as_bytes()).map_err(|_| Malformed)?;
-            let value = HeaderValue::from_bytes(h.value).map_err(|_| Malformed)?;
+            let from = h.value.as_ptr().addr().checked_sub(start).ok_or(Malformed)?;
+            let to = from + h.value.len();
+            if to > head_bytes.len() {
+                return Err(Malformed);
+            }
+            let value =
+                HeaderValue::from_maybe_shared(head_bytes.slice(from..to)).map_err(|_| Malformed)?;
             headers.append(name, value);
         }
         let framing = framing(&headers, status, method)?;

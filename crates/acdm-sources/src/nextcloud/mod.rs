@@ -14,6 +14,7 @@ mod multistatus;
 mod search;
 
 use acdm_core::AbsPath;
+use http::HeaderValue;
 use percent_encoding::percent_decode_str;
 use secrecy::{ExposeSecret, SecretString};
 use url::Url;
@@ -22,7 +23,7 @@ pub use dav::NextcloudFiles;
 pub use search::NextcloudSearch;
 
 use crate::error::SourceError;
-use crate::http::{HttpClient, UpstreamRequest};
+use crate::http::{HttpClient, UpstreamRequest, basic_authorization};
 
 pub(crate) const SOURCE: &str = "Nextcloud";
 
@@ -40,15 +41,14 @@ pub struct NextcloudConfig {
 /// Basic credentials for one call.
 #[derive(Clone, Copy)]
 pub(crate) struct Credentials<'a> {
-    user: &'a str,
-    password: &'a str,
+    authorization: &'a HeaderValue,
 }
 
 impl Credentials<'_> {
     /// Adds them to a request (in a header marked sensitive, so it is
     /// never logged).
     pub(crate) fn apply(self, request: UpstreamRequest) -> UpstreamRequest {
-        request.basic_auth(self.user, self.password)
+        request.authorization(self.authorization.clone())
     }
 }
 
@@ -62,8 +62,9 @@ pub(crate) struct Endpoint {
     dav_root_segments: Vec<String>,
     /// `…/ocs/v2.php/search/providers/files/search`.
     search_url: Url,
-    user: String,
-    password: Option<SecretString>,
+    /// The service account's `Authorization` value (marked sensitive),
+    /// made once; `None` without an app password.
+    authorization: Option<HeaderValue>,
 }
 
 impl Endpoint {
@@ -96,21 +97,20 @@ impl Endpoint {
             dav_root,
             dav_root_segments,
             http,
-            user: config.user,
-            password: config.app_password,
+            authorization: config
+                .app_password
+                .as_ref()
+                .and_then(|password| basic_authorization(&config.user, password.expose_secret())),
         })
     }
 
     /// The service account's credentials, or `NotConfigured` before
     /// anything is sent.
     pub(crate) fn credentials(&self) -> Result<Credentials<'_>, SourceError> {
-        let password = self.password.as_ref().ok_or_else(|| {
+        let authorization = self.authorization.as_ref().ok_or_else(|| {
             SourceError::NotConfigured("NEXTCLOUD_APP_PASSWORD is not set".to_owned())
         })?;
-        Ok(Credentials {
-            user: &self.user,
-            password: password.expose_secret(),
-        })
+        Ok(Credentials { authorization })
     }
 
     /// The WebDAV URL of `path`, built one encoded segment at a time and
