@@ -153,13 +153,18 @@ pub(super) fn parse_head(buf: &mut BytesMut, method: &Method) -> Result<Option<H
         let mut headers = HeaderMap::with_capacity(response.headers.len());
         for h in response.headers.iter() {
             let name = HeaderName::from_bytes(h.name.as_bytes()).map_err(|_| Malformed)?;
-            let from = h.value.as_ptr().addr().checked_sub(start).ok_or(Malformed)?;
+            let from = h
+                .value
+                .as_ptr()
+                .addr()
+                .checked_sub(start)
+                .ok_or(Malformed)?;
             let to = from + h.value.len();
             if to > head_bytes.len() {
                 return Err(Malformed);
             }
-            let value =
-                HeaderValue::from_maybe_shared(head_bytes.slice(from..to)).map_err(|_| Malformed)?;
+            let value = HeaderValue::from_maybe_shared(head_bytes.slice(from..to))
+                .map_err(|_| Malformed)?;
             headers.append(name, value);
         }
         let framing = framing(&headers, status, method)?;
