@@ -592,6 +592,27 @@ mod tests {
         }
     }
 
+    /// Each value is a slice of the head's one copy: every value, empty,
+    /// with inner tabs, repeated, past an interim head and beyond ASCII,
+    /// is exactly its bytes, without the whitespace around it.
+    #[test]
+    fn header_values_are_their_bytes_exactly() {
+        let (head, rest) = parse(
+            b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nX-E:\r\nX-T: \ta\tb \t\r\nX-A: 1\r\nETag: \"abc\"\r\nX-A:2\r\nX-U: caf\xc3\xa9\r\nContent-Length: 0\r\n\r\nnext",
+            &Method::GET,
+        );
+        let headers = head.unwrap().unwrap().parts.headers;
+        assert_eq!(headers["x-e"], "");
+        assert_eq!(headers["x-t"], "a\tb");
+        let repeated: Vec<_> = headers.get_all("x-a").iter().collect();
+        assert_eq!(repeated, ["1", "2"]);
+        assert_eq!(headers["etag"], "\"abc\"");
+        assert_eq!(headers["x-u"].as_bytes(), "café".as_bytes());
+        assert_eq!(headers["content-length"], "0");
+        assert!(headers.get("link").is_none(), "the interim head's");
+        assert_eq!(rest.as_ref(), b"next");
+    }
+
     #[test]
     fn interim_heads_are_skipped_and_a_partial_head_waits() {
         let (head, rest) = parse(
