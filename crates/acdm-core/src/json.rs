@@ -19,13 +19,27 @@ use serde::ser::{self, Serialize};
 /// a number, a bool or a char, or a `Serialize` implementation that fails.
 pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, serde_json::Error> {
     let mut out = Vec::with_capacity(256);
-    value.serialize(&mut Writer { out: &mut out })?;
+    value.serialize(&mut Writer {
+        out: &mut out,
+        long: None,
+    })?;
     Ok(out)
 }
 
 /// The serializer: writes into `out`.
 struct Writer<'a> {
     out: &'a mut Vec<u8>,
+    /// The last long string written, to write a repeat of it (or of its
+    /// end) by copying its escaping ([`Writer::write_string`]).
+    long: Option<Long>,
+}
+
+/// A long string written, and where its escaping is in the output.
+struct Long {
+    /// Its bytes.
+    text: Vec<u8>,
+    /// Its escaping in the output, without the quotes.
+    escaped: std::ops::Range<usize>,
 }
 
 impl Writer<'_> {
@@ -33,6 +47,62 @@ impl Writer<'_> {
     fn serde_json<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), serde_json::Error> {
         value.serialize(&mut serde_json::Serializer::new(&mut *self.out))
     }
+
+    /// Appends `text` as a JSON string, as [`write_str`] does. A long
+    /// string that repeats the last long one, or its end, is not escaped
+    /// again: its escaping is copied from the earlier one's. An MCP read
+    /// carries its window twice, in its text block (after a line about the
+    /// window) and in its structured content, and escaping the window is
+    /// most of the cost of writing the answer.
+    fn write_string(&mut self, text: &str) {
+        if text.len() < LONG {
+            write_str(self.out, text);
+            return;
+        }
+        if let Some(long) = &self.long
+            && let Some(head) = long.text.len().checked_sub(text.len())
+            && long.text.get(head..) == Some(text.as_bytes())
+        {
+            // Escaping is byte by byte: the escaping of the end is the
+            // escaping of the whole after the escaping of its head.
+            let from = long.escaped.start + escaped_len(long.text.get(..head).unwrap_or_default());
+            self.out.reserve(long.escaped.end - from + 2);
+            self.out.push(b'"');
+            self.out.extend_from_within(from..long.escaped.end);
+            self.out.push(b'"');
+            return;
+        }
+        let start = self.out.len() + 1;
+        write_str(self.out, text);
+        let end = self.out.len() - 1;
+        match &mut self.long {
+            // The buffer of the last one, reused.
+            Some(long) => {
+                long.text.clear();
+                long.text.extend_from_slice(text.as_bytes());
+                long.escaped = start..end;
+            }
+            None => {
+                self.long = Some(Long {
+                    text: text.as_bytes().to_vec(),
+                    escaped: start..end,
+                });
+            }
+        }
+    }
+}
+
+/// The length of `bytes`' escaping ([`escape`]'s, and one for a byte
+/// that needs none).
+fn escaped_len(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .map(|&byte| match byte {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..0x20 => 6,
+            _ => 1,
+        })
+        .sum()
 }
 
 /// Appends `text` as a JSON string, quotes included.
@@ -64,6 +134,17 @@ pub fn push_escaped(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     let mut clean_from = 0;
     let mut at = 0;
+    while let Some(block) = bytes.get(at..at + 32) {
+        let Some(first) = first_escape_in_block(block) else {
+            at += 32;
+            continue;
+        };
+        let hit = at + first;
+        out.extend_from_slice(bytes.get(clean_from..hit).unwrap_or_default());
+        escape(out, bytes.get(hit).copied().unwrap_or_default());
+        at = hit + 1;
+        clean_from = at;
+    }
     while let Some(word) = bytes.get(at..at + 8) {
         let mut eight = [0u8; 8];
         eight.copy_from_slice(word);
@@ -95,16 +176,40 @@ pub fn push_escaped(out: &mut Vec<u8>, text: &str) {
 const LONG: usize = 1024;
 
 /// A word with the high bit of each byte that JSON must escape set: below
-/// 0x20, `"` or `\` (the "has a zero byte" trick of Hacker's Delight).
+/// 0x20, `"` or `\` (the "has a byte less than n" trick of Hacker's
+/// Delight). With bit 1 flipped, a byte below 0x20 stays below it and `"`
+/// (0x22) becomes 0x20, while no other byte lands below 0x21: one test
+/// finds both.
 fn needs_escape(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
-    let quote = word ^ (ONES * u64::from(b'"'));
-    let quote = quote.wrapping_sub(ONES) & !quote & HIGH;
+    let flipped = word ^ (ONES * 0x02);
+    let control_or_quote = flipped.wrapping_sub(ONES * 0x21) & !flipped & HIGH;
     let backslash = word ^ (ONES * u64::from(b'\\'));
     let backslash = backslash.wrapping_sub(ONES) & !backslash & HIGH;
-    below_space | quote | backslash
+    control_or_quote | backslash
+}
+
+/// The offset of the first byte of `block` (32 of them) that JSON must
+/// escape: four words tested together, and looked into only when one has
+/// a flag.
+fn first_escape_in_block(block: &[u8]) -> Option<usize> {
+    let word = |i: usize| {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(block.get(i..i + 8).unwrap_or(&[0; 8]));
+        needs_escape(u64::from_le_bytes(eight))
+    };
+    let flags = [word(0), word(8), word(16), word(24)];
+    if flags[0] | flags[1] | flags[2] | flags[3] == 0 {
+        return None;
+    }
+    // The lowest flag of a word is exact, and a word with only false flags
+    // has none: the first word with a flag holds the first escape.
+    flags
+        .iter()
+        .zip([0, 8, 16, 24])
+        .find(|(flags, _)| **flags != 0)
+        .map(|(flags, at)| at + (flags.trailing_zeros() / 8) as usize)
 }
 
 /// serde_json's escape of one byte.
@@ -246,7 +351,7 @@ impl<'w, 'a> ser::Serializer for &'w mut Writer<'a> {
         Ok(())
     }
     fn serialize_str(self, v: &str) -> Result<(), serde_json::Error> {
-        write_str(self.out, v);
+        self.write_string(v);
         Ok(())
     }
     fn serialize_bytes(self, v: &[u8]) -> Result<(), serde_json::Error> {
@@ -842,6 +947,91 @@ mod tests {
         one_key: HashMap<String, Vec<Value>>,
         unit: (),
         tuple: (u8, &'static str),
+    }
+
+    #[test]
+    fn the_word_and_block_tests_find_the_first_byte_to_escape() {
+        let needs = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
+        let first = |bytes: &[u8]| bytes.iter().position(|&b| needs(b));
+        // Every byte value at every place of a word, over every background
+        // byte, and a second byte value after it (a borrow from a lower
+        // byte is what could flag a byte that is clean).
+        for background in 0..=255u8 {
+            for byte in 0..=255u8 {
+                for at in 0..8 {
+                    let mut word = [background; 8];
+                    word[at] = byte;
+                    for later in [byte, 0, b'"', b'\\', 0x21, 0x23, 0x80, 0xff] {
+                        let mut word = word;
+                        if at < 7 {
+                            word[7] = later;
+                        }
+                        let flags = super::needs_escape(u64::from_le_bytes(word));
+                        let found = (flags != 0).then(|| (flags.trailing_zeros() / 8) as usize);
+                        assert_eq!(found, first(&word), "{word:?}");
+                    }
+                }
+            }
+        }
+        // A block: the first of four words with a flag.
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..200_000 {
+            let block: Vec<u8> = (0..32)
+                .map(|_| match rng.below(40) {
+                    0 => b'"',
+                    1 => b'\\',
+                    2 => rng.below(0x20) as u8,
+                    _ => 0x20 + rng.below(0xe0) as u8,
+                })
+                .collect();
+            assert_eq!(
+                super::first_escape_in_block(&block),
+                first(&block),
+                "{block:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_long_string_repeated_or_ending_an_earlier_one_is_written_the_same() {
+        // An MCP read's shape: a text block of a line and the window, then
+        // the window alone; escapes at the cut and on both sides of it.
+        let window = format!(
+            "\n\"{}\\\u{1}報告\n{}\t",
+            "a line of the report\n".repeat(60),
+            "é".repeat(300)
+        );
+        assert!(window.len() >= super::LONG);
+        for head in [
+            "",
+            "x",
+            "\n",
+            "\"",
+            "\u{1f}",
+            "bytes 0–4096 of 4096\n\n",
+            "报",
+        ] {
+            let text = format!("{head}{window}");
+            same(
+                &json!({"content": [{"type": "text", "text": text}], "structuredContent": {"content": window}}),
+            );
+            // The same string twice, the longer one after, a third one.
+            same(&json!([window, window, text, window, "short", window]));
+            // Same length, other bytes: not a repeat.
+            let other = window.replace('a', "b");
+            same(&json!([text, other, window]));
+            // A short end of a long string is written on its own.
+            same(&json!([text, "report\n", window]));
+        }
+        // The repeat is copied from the first string's escaping in the
+        // output, not from the string: the output holds the escaping once
+        // per occurrence, and a field between them does not move it.
+        let out = to_vec(&json!({"a": window, "b": 7, "c": window})).unwrap();
+        let escaped = serde_json::to_string(&window).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("{{\"a\":{escaped},\"b\":7,\"c\":{escaped}}}")
+        );
     }
 
     #[test]
