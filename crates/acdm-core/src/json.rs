@@ -1,13 +1,16 @@
 //! Compact JSON, byte for byte what `serde_json::to_vec` writes, with
-//! long strings escaped a word at a time.
+//! long strings escaped 32 bytes at a time.
 //!
 //! serde_json escapes a string byte by byte (about ten instructions per
 //! byte): for a read's 4 KiB window that was the largest single item of
 //! the request's profile. [`to_vec`] writes the same text: the structure,
 //! numbers and the rare escapes are serde_json's (numbers are handed to
 //! its serializer on the same buffer, a `RawValue` is written as it is),
-//! and a string is scanned eight bytes at a time for the bytes
-//! JSON must escape (controls, `"` and `\`), clean runs copied whole.
+//! and a string is scanned four words at a time for the bytes JSON must
+//! escape (controls, `"` and `\`), clean runs copied whole. A long string
+//! that repeats the last long one, or its end (an MCP read's window, in
+//! its text block and again in its structured content), is copied from
+//! the first one's escaping instead of being escaped again.
 //! `tests::the_output_is_serde_jsons_byte_for_byte` holds it to that.
 
 use serde::ser::{self, Serialize};
@@ -134,7 +137,10 @@ pub fn push_escaped(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     let mut clean_from = 0;
     let mut at = 0;
-    while let Some(block) = bytes.get(at..at + 32) {
+    while let Some(block) = bytes
+        .get(at..at + 32)
+        .and_then(|block| <&[u8; 32]>::try_from(block).ok())
+    {
         let Some(first) = first_escape_in_block(block) else {
             at += 32;
             continue;
@@ -193,14 +199,13 @@ fn needs_escape(word: u64) -> u64 {
 /// The offset of the first byte of `block` (32 of them) that JSON must
 /// escape: four words tested together, and looked into only when one has
 /// a flag.
-fn first_escape_in_block(block: &[u8]) -> Option<usize> {
-    let word = |i: usize| {
-        let mut eight = [0u8; 8];
-        eight.copy_from_slice(block.get(i..i + 8).unwrap_or(&[0; 8]));
-        needs_escape(u64::from_le_bytes(eight))
-    };
-    let flags = [word(0), word(8), word(16), word(24)];
-    if flags[0] | flags[1] | flags[2] | flags[3] == 0 {
+fn first_escape_in_block(block: &[u8; 32]) -> Option<usize> {
+    let (words, _) = block.as_chunks::<8>();
+    let mut flags = [0u64; 4];
+    for (flag, word) in flags.iter_mut().zip(words) {
+        *flag = needs_escape(u64::from_le_bytes(*word));
+    }
+    if flags.iter().fold(0, |any, flag| any | flag) == 0 {
         return None;
     }
     // The lowest flag of a word is exact, and a word with only false flags
@@ -976,14 +981,12 @@ mod tests {
         // A block: the first of four words with a flag.
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..200_000 {
-            let block: Vec<u8> = (0..32)
-                .map(|_| match rng.below(40) {
-                    0 => b'"',
-                    1 => b'\\',
-                    2 => rng.below(0x20) as u8,
-                    _ => 0x20 + rng.below(0xe0) as u8,
-                })
-                .collect();
+            let block: [u8; 32] = std::array::from_fn(|_| match rng.below(40) {
+                0 => b'"',
+                1 => b'\\',
+                2 => rng.below(0x20) as u8,
+                _ => 0x20 + rng.below(0xe0) as u8,
+            });
             assert_eq!(
                 super::first_escape_in_block(&block),
                 first(&block),
