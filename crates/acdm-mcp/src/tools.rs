@@ -515,33 +515,54 @@ fn names_the_trash(raw: &str, trash: &AbsPath) -> bool {
 /// Whether `raw`, resolved as loosely as [`resolve_loosely`] does, lies in
 /// `folder` (or is it), compared segment by segment without case.
 fn lies_loosely_under(raw: &str, folder: &AbsPath) -> bool {
-    let resolved = resolve_loosely(raw);
+    let loose = loosened(raw);
+    let resolved = resolve_loosely(&loose);
     let folder = folder.segments();
     resolved.len() >= folder.len()
         && resolved
             .iter()
             .zip(folder)
-            .all(|(a, b)| *a == b.to_lowercase())
+            .all(|(a, b)| a.chars().eq(b.chars().flat_map(char::to_lowercase)))
 }
 
-/// `raw` lower-cased, `%2e`/`%2f`/`%5c` decoded, backslashes as
-/// separators and dot segments resolved: where a lenient server might
-/// take it. Only ever used to choose a refusal, never to grant access.
-fn resolve_loosely(raw: &str) -> Vec<String> {
-    let lowered = raw
-        .to_lowercase()
-        .replace("%2e", ".")
-        .replace("%2f", "/")
-        .replace("%5c", "/")
-        .replace('\\', "/");
-    let mut resolved: Vec<String> = Vec::new();
-    for segment in lowered.split('/') {
+/// `raw` lower-cased, with `%2e`/`%2f`/`%5c` decoded and backslashes as
+/// separators, in one pass: what replacing each in turn gives, since no
+/// replacement makes another one's pattern.
+fn loosened(raw: &str) -> String {
+    let lowered = raw.to_lowercase();
+    if !lowered.contains(['%', '\\']) {
+        return lowered;
+    }
+    let mut out = String::with_capacity(lowered.len());
+    let mut rest = lowered.as_str();
+    while let Some(at) = rest.find(['%', '\\']) {
+        let (clean, from) = rest.split_at(at);
+        out.push_str(clean);
+        let (decoded, skip) = match from.as_bytes() {
+            [b'\\', ..] => ('/', 1),
+            [b'%', b'2', b'e', ..] => ('.', 3),
+            [b'%', b'2', b'f', ..] | [b'%', b'5', b'c', ..] => ('/', 3),
+            _ => ('%', 1),
+        };
+        out.push(decoded);
+        rest = from.get(skip..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The segments of a [`loosened`] path with dot segments resolved: where a
+/// lenient server might take it. Only ever used to choose a refusal, never
+/// to grant access.
+fn resolve_loosely(loose: &str) -> Vec<&str> {
+    let mut resolved = Vec::new();
+    for segment in loose.split('/') {
         match segment {
             "" | "." => {}
             ".." => {
                 resolved.pop();
             }
-            other => resolved.push(other.to_owned()),
+            other => resolved.push(other),
         }
     }
     resolved
@@ -971,6 +992,34 @@ pub(crate) fn log_query(arguments: Option<&serde_json::Map<String, serde_json::V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every string of up to five pieces from the patterns' own bytes (and
+    /// a letter whose lower case is longer): one pass gives what replacing
+    /// each pattern in turn gives.
+    #[test]
+    fn loosening_in_one_pass_is_replacing_each_pattern_in_turn() {
+        let in_turn = |raw: &str| {
+            raw.to_lowercase()
+                .replace("%2e", ".")
+                .replace("%2f", "/")
+                .replace("%5c", "/")
+                .replace('\\', "/")
+        };
+        let pieces = [
+            "%", "2", "e", "E", "f", "F", "5", "c", "C", "\\", "/", ".", "a", "İ",
+        ];
+        let mut strings = vec![String::new()];
+        for _ in 0..5 {
+            let longer: Vec<String> = strings
+                .iter()
+                .flat_map(|s| pieces.iter().map(move |p| format!("{s}{p}")))
+                .collect();
+            for s in &longer {
+                assert_eq!(loosened(s), in_turn(s), "{s:?}");
+            }
+            strings = longer;
+        }
+    }
 
     #[test]
     fn suggestions_appear_only_for_few_hits_and_fit_the_search() {
