@@ -522,7 +522,7 @@ fn lies_loosely_under(raw: &str, folder: &AbsPath) -> bool {
         && resolved
             .iter()
             .zip(folder)
-            .all(|(a, b)| a.chars().eq(b.chars().flat_map(char::to_lowercase)))
+            .all(|(a, b)| *a == b.to_lowercase())
 }
 
 /// `raw` lower-cased, with `%2e`/`%2f`/`%5c` decoded and backslashes as
@@ -992,6 +992,16 @@ pub(crate) fn log_query(arguments: Option<&serde_json::Map<String, serde_json::V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A folder segment is lower-cased as the path is, a word-final sigma
+    /// included (`ΣΣ` is `σς`, not `σσ`).
+    #[test]
+    fn a_folder_is_compared_lower_cased_as_a_whole_segment() {
+        let folder = AbsPath::parse("/Projects/ΟΔΟΣ").unwrap();
+        assert!(lies_loosely_under("/projects/ΟΔΟΣ/a.md", &folder));
+        assert!(lies_loosely_under("/Projects/οδος/../ΟΔΟΣ", &folder));
+        assert!(!lies_loosely_under("/Projects/ΟΔΟ/a.md", &folder));
+    }
 
     /// Every string of up to five pieces from the patterns' own bytes (and
     /// a letter whose lower case is longer): one pass gives what replacing
