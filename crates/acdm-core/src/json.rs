@@ -1026,15 +1026,34 @@ mod tests {
             // A short end of a long string is written on its own.
             same(&json!([text, "report\n", window]));
         }
-        // The repeat is copied from the first string's escaping in the
-        // output, not from the string: the output holds the escaping once
-        // per occurrence, and a field between them does not move it.
+        // A field between the two does not move the first one's escaping.
         let out = to_vec(&json!({"a": window, "b": 7, "c": window})).unwrap();
         let escaped = serde_json::to_string(&window).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             format!("{{\"a\":{escaped},\"b\":7,\"c\":{escaped}}}")
         );
+    }
+
+    /// Where a repeat starts in the first string's escaping is counted by
+    /// `escaped_len`: it must count what `escape` writes, for every byte.
+    #[test]
+    fn the_escaped_length_of_a_head_is_the_length_of_its_escaping() {
+        for byte in 0u8..0x80 {
+            let mut out = Vec::new();
+            push_escaped(&mut out, &char::from(byte).to_string());
+            assert_eq!(super::escaped_len(&[byte]), out.len(), "byte {byte:#04x}");
+        }
+        for text in [
+            "é",
+            "报告",
+            "\u{1F600}",
+            "a\"b\\c\n\r\t\u{8}\u{c}\u{1}\u{7f}",
+        ] {
+            let mut out = Vec::new();
+            push_escaped(&mut out, text);
+            assert_eq!(super::escaped_len(text.as_bytes()), out.len(), "{text:?}");
+        }
     }
 
     #[test]
