@@ -489,10 +489,16 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
 /// control characters (line breaks, terminal escapes) replaced, so an
 /// argument cannot forge or garble log lines.
 fn shorten(query: &str) -> String {
-    clip(query, 64)
-        .chars()
-        .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
-        .collect()
+    const MOST: usize = 64;
+    let mut out = String::with_capacity(query.len().min(MOST * 4) + '…'.len_utf8());
+    let mut chars = query.chars();
+    for c in chars.by_ref().take(MOST) {
+        out.push(if c.is_control() { '\u{FFFD}' } else { c });
+    }
+    if chars.next().is_some() {
+        out.push('…');
+    }
+    out
 }
 
 /// Whether a refused read path would, once normalised (dot segments
@@ -992,6 +998,27 @@ pub(crate) fn log_query(arguments: Option<&serde_json::Map<String, serde_json::V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a log line shows of a query: [`clip`]'s 64 characters and its
+    /// ellipsis, with control characters replaced.
+    #[test]
+    fn a_query_is_shortened_for_the_log_as_clipped_with_controls_replaced() {
+        let replaced = |text: &str| -> String {
+            clip(text, 64)
+                .chars()
+                .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+                .collect()
+        };
+        let long = "报告 \u{1b}[31mred\r\nforged line\t".repeat(5);
+        for text in ["", "deploy", "a\nb", long.as_str(), &long[..long.len() / 2]] {
+            for cut in (0..=text.len()).filter(|&i| text.is_char_boundary(i)) {
+                let text = &text[..cut];
+                assert_eq!(shorten(text), replaced(text), "{text:?}");
+            }
+        }
+        assert_eq!(shorten(&"x".repeat(65)), format!("{}…", "x".repeat(64)));
+        assert_eq!(shorten("a\u{7}b"), "a\u{FFFD}b");
+    }
 
     /// A folder segment is lower-cased as the path is, a word-final sigma
     /// included (`ΣΣ` is `σς`, not `σσ`).
