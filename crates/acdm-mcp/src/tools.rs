@@ -475,13 +475,16 @@ fn check_not_past_the_end(window: &Window, offset: u64) -> Result<(), Failure> {
     }
 }
 
-/// At most `max` characters of `text`, with `…` when cut.
+/// At most `max` characters of `text`, with `…` when cut: one copy of
+/// the kept part, not a string grown char by char.
 pub(crate) fn clip(text: &str, max: usize) -> String {
-    let mut chars = text.chars();
-    let mut out: String = chars.by_ref().take(max).collect();
-    if chars.next().is_some() {
-        out.push('…');
-    }
+    let Some((cut, _)) = text.char_indices().nth(max) else {
+        return text.to_owned();
+    };
+    let kept = text.get(..cut).unwrap_or_default();
+    let mut out = String::with_capacity(kept.len() + '…'.len_utf8());
+    out.push_str(kept);
+    out.push('…');
     out
 }
 
@@ -489,16 +492,14 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
 /// control characters (line breaks, terminal escapes) replaced, so an
 /// argument cannot forge or garble log lines.
 fn shorten(query: &str) -> String {
-    const MOST: usize = 64;
-    let mut out = String::with_capacity(query.len().min(MOST * 4) + '…'.len_utf8());
-    let mut chars = query.chars();
-    for c in chars.by_ref().take(MOST) {
-        out.push(if c.is_control() { '\u{FFFD}' } else { c });
+    let clipped = clip(query, 64);
+    if !clipped.contains(char::is_control) {
+        return clipped;
     }
-    if chars.next().is_some() {
-        out.push('…');
-    }
-    out
+    clipped
+        .chars()
+        .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+        .collect()
 }
 
 /// Whether a refused read path would, once normalised (dot segments
@@ -999,12 +1000,21 @@ pub(crate) fn log_query(arguments: Option<&serde_json::Map<String, serde_json::V
 mod tests {
     use super::*;
 
-    /// What a log line shows of a query: [`clip`]'s 64 characters and its
-    /// ellipsis, with control characters replaced.
+    /// What a log line shows of a query: the first 64 characters and an
+    /// ellipsis when cut, with control characters replaced; [`clip`] keeps
+    /// the first `max` characters, as taking them one by one does.
     #[test]
     fn a_query_is_shortened_for_the_log_as_clipped_with_controls_replaced() {
+        let clipped = |text: &str, max: usize| -> String {
+            let mut chars = text.chars();
+            let mut out: String = chars.by_ref().take(max).collect();
+            if chars.next().is_some() {
+                out.push('…');
+            }
+            out
+        };
         let replaced = |text: &str| -> String {
-            clip(text, 64)
+            clipped(text, 64)
                 .chars()
                 .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
                 .collect()
@@ -1014,6 +1024,9 @@ mod tests {
             for cut in (0..=text.len()).filter(|&i| text.is_char_boundary(i)) {
                 let text = &text[..cut];
                 assert_eq!(shorten(text), replaced(text), "{text:?}");
+                for max in [0, 1, 7, 64, 500] {
+                    assert_eq!(clip(text, max), clipped(text, max), "{text:?} at {max}");
+                }
             }
         }
         assert_eq!(shorten(&"x".repeat(65)), format!("{}…", "x".repeat(64)));
