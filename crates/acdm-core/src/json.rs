@@ -78,20 +78,14 @@ impl Writer<'_> {
         let start = self.out.len() + 1;
         write_str(self.out, text);
         let end = self.out.len() - 1;
-        match &mut self.long {
-            // The buffer of the last one, reused.
-            Some(long) => {
-                long.text.clear();
-                long.text.extend_from_slice(text.as_bytes());
-                long.escaped = start..end;
-            }
-            None => {
-                self.long = Some(Long {
-                    text: text.as_bytes().to_vec(),
-                    escaped: start..end,
-                });
-            }
-        }
+        // The buffer of the last one, reused.
+        let long = self.long.get_or_insert_with(|| Long {
+            text: Vec::new(),
+            escaped: 0..0,
+        });
+        long.text.clear();
+        long.text.extend_from_slice(text.as_bytes());
+        long.escaped = start..end;
     }
 }
 
