@@ -305,9 +305,12 @@ fn outcome<B>(response: &HttpResponse<B>) -> &'static str {
 fn on_response<B>(response: &HttpResponse<B>, latency: Duration, span: &Span) {
     let status = response.status();
     let outcome = outcome(response);
-    span.record("status", status.as_u16());
-    span.record("outcome", outcome);
-    span.record("latency_ms", latency.as_secs_f64() * 1000.0);
+    tracing::record_all!(
+        span,
+        status = status.as_u16(),
+        outcome = outcome,
+        latency_ms = latency.as_secs_f64() * 1000.0,
+    );
     let _guard = span.enter();
     if response.extensions().get::<Probe>().is_some() {
         tracing::debug!("probe answered");

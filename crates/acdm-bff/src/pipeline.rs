@@ -268,9 +268,14 @@ async fn admit(state: PipelineState, mut req: Request, next: Next) -> Response {
         Err(failure) => return failure.into_response(),
     };
     let span = tracing::Span::current();
-    span.record("agent", identity.agent_name().as_str());
-    span.record("user", identity.user_id().as_str());
-    span.record("thread", identity.thread_id().as_str());
+    // One record for the three: each record is a lookup and a lock in
+    // the log's layer.
+    tracing::record_all!(
+        span,
+        agent = identity.agent_name().as_str(),
+        user = identity.user_id().as_str(),
+        thread = identity.thread_id().as_str(),
+    );
     let scope = match state.resolver.resolve(identity.agent_name()).await {
         Ok(scope) => scope,
         Err(error) => return Failure::from(error).into_response(),

@@ -381,8 +381,11 @@ impl KnowledgeServer {
             Err(failure) => failure.code().as_str(),
         };
         self.metrics.record(name, label, elapsed.as_secs_f64());
-        span.record("outcome", label);
-        span.record("latency_ms", elapsed.as_secs_f64() * 1000.0);
+        tracing::record_all!(
+            span,
+            outcome = label,
+            latency_ms = elapsed.as_secs_f64() * 1000.0,
+        );
         span.in_scope(|| tracing::info!("tool call finished"));
         Ok(result_of(outcome).into())
     }
