@@ -122,11 +122,9 @@ impl Endpoint {
                 SourceError::NotConfigured("NEXTCLOUD_URL cannot be a base URL".to_owned())
             })?
             .extend(path.segments());
-        let segments = decode_path(url.path()).unwrap_or_default();
+        let expected = self.dav_root_segments.iter().chain(path.segments());
         let sound = url.origin() == self.dav_root.origin()
-            && segments.len() == self.dav_root_segments.len() + path.segments().len()
-            && segments.starts_with(&self.dav_root_segments)
-            && segments.get(self.dav_root_segments.len()..) == Some(path.segments());
+            && decodes_to(url.path(), expected.map(String::as_str));
         if sound {
             Ok(url)
         } else {
@@ -195,6 +193,27 @@ fn decode_path(path: &str) -> Option<Vec<String>> {
         .collect()
 }
 
+/// Whether the encoded URL path `path` splits and decodes, as
+/// [`decode_path`] does, into exactly the segments `expected` — compared
+/// byte by byte as each is decoded, with no string made per segment. A
+/// segment that is not UTF-8 once decoded equals no `&str`.
+fn decodes_to<'a>(path: &str, expected: impl IntoIterator<Item = &'a str>) -> bool {
+    let trimmed = path.strip_prefix('/').unwrap_or(path);
+    let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
+    let mut raw = (!trimmed.is_empty())
+        .then(|| trimmed.split('/'))
+        .into_iter()
+        .flatten();
+    let mut expected = expected.into_iter();
+    loop {
+        match (raw.next(), expected.next()) {
+            (None, None) => return true,
+            (Some(raw), Some(want)) if percent_decode_str(raw).eq(want.bytes()) => {}
+            _ => return false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,6 +229,57 @@ mod tests {
             HttpClient::new(HttpSettings::default()).unwrap(),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn decoding_in_place_agrees_with_decoding_into_strings() {
+        let pieces = [
+            "", "a", "é", "%C3%A9", "%c3%a9", "%FF", "%C3", "%2F", "%2f", "%", "%2", "%zz", "..",
+            "%2e%2E", "a%20b", "%00",
+        ];
+        let mut paths = vec![String::new(), "/".to_owned(), "//".to_owned()];
+        let mut bodies: Vec<String> = pieces.iter().map(|p| (*p).to_owned()).collect();
+        for _ in 0..2 {
+            let mut longer = Vec::new();
+            for body in &bodies {
+                for piece in pieces {
+                    longer.push(format!("{body}/{piece}"));
+                }
+            }
+            bodies.extend(longer);
+        }
+        for body in &bodies {
+            for (head, tail) in [("", ""), ("/", ""), ("", "/"), ("/", "/"), ("/", "//")] {
+                paths.push(format!("{head}{body}{tail}"));
+            }
+        }
+        let segments = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let mut checked = 0;
+        for path in &paths {
+            let decoded = decode_path(path);
+            let mut candidates = vec![Vec::new(), segments(&["a"]), segments(&["", "a"])];
+            if let Some(decoded) = &decoded {
+                candidates.push(decoded.clone());
+                if let Some((_, init)) = decoded.split_last() {
+                    candidates.push(init.to_vec());
+                }
+                let mut more = decoded.clone();
+                more.push("a".to_owned());
+                candidates.push(more);
+                let mut other = decoded.clone();
+                if let Some(first) = other.first_mut() {
+                    first.push('x');
+                }
+                candidates.push(other);
+            }
+            for expected in candidates {
+                let by_strings = decoded.as_ref() == Some(&expected);
+                let in_place = decodes_to(path, expected.iter().map(String::as_str));
+                assert_eq!(in_place, by_strings, "{path:?} against {expected:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
     }
 
     #[test]
