@@ -71,14 +71,31 @@ pub(crate) fn check_segment(segment: &str) -> Result<(), SegmentError> {
     if segment.is_empty() {
         return Err(SegmentError::Empty);
     }
-    if segment.chars().any(text::is_control) {
-        return Err(SegmentError::Control);
-    }
-    if segment.chars().any(text::is_invisible) {
-        return Err(SegmentError::Invisible);
-    }
-    if segment.contains(['/', '\\']) {
-        return Err(SegmentError::Separator);
+    // ASCII, the usual name, has no invisible or look-alike characters and
+    // is its own NFKC form: one pass over its bytes finds what it can hold.
+    let ascii = segment.is_ascii();
+    if ascii {
+        let (mut control, mut separator) = (false, false);
+        for byte in segment.bytes() {
+            control |= byte.is_ascii_control();
+            separator |= matches!(byte, b'/' | b'\\');
+        }
+        if control {
+            return Err(SegmentError::Control);
+        }
+        if separator {
+            return Err(SegmentError::Separator);
+        }
+    } else {
+        if segment.chars().any(text::is_control) {
+            return Err(SegmentError::Control);
+        }
+        if segment.chars().any(text::is_invisible) {
+            return Err(SegmentError::Invisible);
+        }
+        if segment.contains(['/', '\\']) {
+            return Err(SegmentError::Separator);
+        }
     }
     let trimmed = segment.trim();
     if trimmed == "." || trimmed == ".." {
@@ -87,7 +104,9 @@ pub(crate) fn check_segment(segment: &str) -> Result<(), SegmentError> {
     if trimmed.len() != segment.len() {
         return Err(SegmentError::Padded);
     }
-    if segment.chars().any(text::is_lookalike_separator) || text::folds_to_traversal(segment) {
+    if !ascii
+        && (segment.chars().any(text::is_lookalike_separator) || text::folds_to_traversal(segment))
+    {
         return Err(SegmentError::Lookalike);
     }
     if text::looks_percent_encoded(segment) {
@@ -103,7 +122,7 @@ pub(crate) fn check_segment(segment: &str) -> Result<(), SegmentError> {
     }
     // ASCII is compared without a lowercased copy; other text is
     // lowercased as Unicode does it.
-    let is_reserved = if segment.is_ascii() {
+    let is_reserved = if ascii {
         let ends_with = |suffix: &str| {
             segment.len() >= suffix.len()
                 && segment[segment.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
@@ -493,6 +512,109 @@ name_schema!(ProjectName, {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `check_segment` as it was before its ASCII pass: every rule, char by
+    /// char, for every segment.
+    fn check_segment_char_by_char(segment: &str) -> Result<(), SegmentError> {
+        if segment.is_empty() {
+            return Err(SegmentError::Empty);
+        }
+        if segment.chars().any(text::is_control) {
+            return Err(SegmentError::Control);
+        }
+        if segment.chars().any(text::is_invisible) {
+            return Err(SegmentError::Invisible);
+        }
+        if segment.contains(['/', '\\']) {
+            return Err(SegmentError::Separator);
+        }
+        let trimmed = segment.trim();
+        if trimmed == "." || trimmed == ".." {
+            return Err(SegmentError::DotName);
+        }
+        if trimmed.len() != segment.len() {
+            return Err(SegmentError::Padded);
+        }
+        if segment.chars().any(text::is_lookalike_separator) || text::folds_to_traversal(segment) {
+            return Err(SegmentError::Lookalike);
+        }
+        if text::looks_percent_encoded(segment) {
+            return Err(SegmentError::PercentEncoded);
+        }
+        if segment.ends_with('.') {
+            return Err(SegmentError::TrailingDot);
+        }
+        if segment.len() > MAX_SEGMENT_BYTES {
+            return Err(SegmentError::TooLong {
+                max: MAX_SEGMENT_BYTES,
+            });
+        }
+        let lower = segment.to_lowercase();
+        if lower == ".htaccess" || lower.ends_with(".part") || lower.ends_with(".filepart") {
+            return Err(SegmentError::Reserved);
+        }
+        Ok(())
+    }
+
+    /// The ASCII pass refuses what the char-by-char rules refuse, with the
+    /// same reason: every ASCII string of up to three characters, and
+    /// random longer ones (ASCII and not) over the characters the rules
+    /// look at.
+    #[test]
+    fn an_ascii_segment_is_judged_as_char_by_char() {
+        let mut checked = 0_u64;
+        let mut check = |segment: &str| {
+            assert_eq!(
+                check_segment(segment),
+                check_segment_char_by_char(segment),
+                "{segment:?}"
+            );
+            checked += 1;
+        };
+        let ascii: Vec<char> = (0_u8..128).map(char::from).collect();
+        check("");
+        for a in &ascii {
+            check(&a.to_string());
+            for b in &ascii {
+                check(&format!("{a}{b}"));
+                for c in &ascii {
+                    check(&format!("{a}{b}{c}"));
+                }
+            }
+        }
+        let alphabet: Vec<char> =
+            " .%/\\\t\u{7f}aAuU0fFgtxp.hHelr\u{a0}\u{85}\u{2215}\u{200b}\u{ff0e}é"
+                .chars()
+                .collect();
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..300_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = usize::try_from(seed % 12).unwrap() + 1;
+            let segment: String = (0..len)
+                .map(|i| {
+                    alphabet[usize::try_from((seed >> (i * 5)) % 29).unwrap() % alphabet.len()]
+                })
+                .collect();
+            check(&segment);
+        }
+        for name in [
+            ".htaccess",
+            ".HTACCESS",
+            "a.part",
+            "A.PART",
+            "x.FilePart",
+            "a.parts",
+        ] {
+            check(name);
+            check(&format!("{name}x"));
+        }
+        check(&"a".repeat(MAX_SEGMENT_BYTES));
+        check(&"a".repeat(MAX_SEGMENT_BYTES + 1));
+        check(&format!("{}.", "a".repeat(MAX_SEGMENT_BYTES)));
+        assert!(checked > 2_000_000, "{checked}");
+    }
 
     /// Found by schemathesis: the schema bounds user ids in characters
     /// (JSON Schema's `maxLength`), the parser counted bytes.
