@@ -594,7 +594,7 @@ mod tests {
             let len = usize::try_from(seed % 12).unwrap() + 1;
             let segment: String = (0..len)
                 .map(|i| {
-                    alphabet[usize::try_from((seed >> (i * 5)) % 29).unwrap() % alphabet.len()]
+                    alphabet[usize::try_from((seed >> (i * 5)) % 32).unwrap() % alphabet.len()]
                 })
                 .collect();
             check(&segment);
@@ -609,6 +609,9 @@ mod tests {
         ] {
             check(name);
             check(&format!("{name}x"));
+        }
+        for c in &alphabet {
+            check(&format!("a{c}b"));
         }
         check(&"a".repeat(MAX_SEGMENT_BYTES));
         check(&"a".repeat(MAX_SEGMENT_BYTES + 1));

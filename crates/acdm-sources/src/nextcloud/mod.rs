@@ -258,6 +258,18 @@ mod tests {
         for path in &paths {
             let decoded = decode_path(path);
             let mut candidates = vec![Vec::new(), segments(&["a"]), segments(&["", "a"])];
+            if decoded.is_none() {
+                // Undecodable: neither its raw segments nor a lenient
+                // decoding of them may pass for it.
+                let trimmed = path.strip_prefix('/').unwrap_or(path);
+                let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
+                let raw: Vec<String> = trimmed.split('/').map(str::to_owned).collect();
+                let lossy = raw
+                    .iter()
+                    .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
+                    .collect();
+                candidates.extend([raw, lossy]);
+            }
             if let Some(decoded) = &decoded {
                 candidates.push(decoded.clone());
                 if let Some((_, init)) = decoded.split_last() {
