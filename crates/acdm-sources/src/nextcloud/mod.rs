@@ -173,17 +173,21 @@ impl Endpoint {
     }
 }
 
-/// Splits an encoded URL path into decoded segments (strict UTF-8), dropping
-/// the leading empty segment and one trailing empty segment (a folder's
-/// trailing slash). `None` when a segment does not decode.
-fn decode_path(path: &str) -> Option<Vec<String>> {
+/// The still-encoded segments of a URL path, without the leading empty
+/// segment and one trailing empty segment (a folder's trailing slash).
+fn raw_segments(path: &str) -> impl Iterator<Item = &str> {
     let trimmed = path.strip_prefix('/').unwrap_or(path);
     let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
-    if trimmed.is_empty() {
-        return Some(Vec::new());
-    }
-    trimmed
-        .split('/')
+    (!trimmed.is_empty())
+        .then(|| trimmed.split('/'))
+        .into_iter()
+        .flatten()
+}
+
+/// Splits an encoded URL path into decoded segments (strict UTF-8), as
+/// [`raw_segments`] splits it. `None` when a segment does not decode.
+fn decode_path(path: &str) -> Option<Vec<String>> {
+    raw_segments(path)
         .map(|segment| {
             percent_decode_str(segment)
                 .decode_utf8()
@@ -198,12 +202,7 @@ fn decode_path(path: &str) -> Option<Vec<String>> {
 /// byte by byte as each is decoded, with no string made per segment. A
 /// segment that is not UTF-8 once decoded equals no `&str`.
 fn decodes_to<'a>(path: &str, expected: impl IntoIterator<Item = &'a str>) -> bool {
-    let trimmed = path.strip_prefix('/').unwrap_or(path);
-    let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
-    let mut raw = (!trimmed.is_empty())
-        .then(|| trimmed.split('/'))
-        .into_iter()
-        .flatten();
+    let mut raw = raw_segments(path);
     let mut expected = expected.into_iter();
     loop {
         match (raw.next(), expected.next()) {
@@ -261,9 +260,7 @@ mod tests {
             if decoded.is_none() {
                 // Undecodable: neither its raw segments nor a lenient
                 // decoding of them may pass for it.
-                let trimmed = path.strip_prefix('/').unwrap_or(path);
-                let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
-                let raw: Vec<String> = trimmed.split('/').map(str::to_owned).collect();
+                let raw: Vec<String> = raw_segments(path).map(str::to_owned).collect();
                 let lossy = raw
                     .iter()
                     .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
