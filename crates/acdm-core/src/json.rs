@@ -1,13 +1,14 @@
 //! Compact JSON, byte for byte what `serde_json::to_vec` writes, with
-//! long strings escaped 32 bytes at a time.
+//! strings escaped 32 bytes at a time.
 //!
 //! serde_json escapes a string byte by byte (about ten instructions per
 //! byte): for a read's 4 KiB window that was the largest single item of
 //! the request's profile. [`to_vec`] writes the same text: the structure,
 //! numbers and the rare escapes are serde_json's (numbers are handed to
 //! its serializer on the same buffer, a `RawValue` is written as it is),
-//! and a string is scanned four words at a time for the bytes JSON must
-//! escape (controls, `"` and `\`), clean runs copied whole. A long string
+//! and a string is read 32 bytes at a time with vector comparisons that
+//! mark every byte JSON must escape (controls, `"` and `\`), clean runs
+//! copied whole. A long string
 //! that repeats the last long one, or its end (an MCP read's window, in
 //! its text block and again in its structured content), is copied from
 //! the first one's escaping instead of being escaped again.
@@ -89,15 +90,15 @@ impl Writer<'_> {
     }
 }
 
-/// The length of `bytes`' escaping ([`escape`]'s, and one for a byte
+/// The length of `bytes`' escaping ([`ESCAPES`]'s, and one for a byte
 /// that needs none).
 fn escaped_len(bytes: &[u8]) -> usize {
     bytes
         .iter()
-        .map(|&byte| match byte {
-            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
-            0..0x20 => 6,
-            _ => 1,
+        .map(|&byte| match ESCAPES[usize::from(byte)] {
+            0 => 1,
+            b'u' => 6,
+            _ => 2,
         })
         .sum()
 }
@@ -127,106 +128,96 @@ fn write_str(out: &mut Vec<u8>, text: &str) {
 /// escapes it, without the quotes: escaping is byte by byte, so a text
 /// appended in pieces (a `Debug` rendering written chunk by chunk) comes
 /// out as if appended whole.
+///
+/// The text is read 32 bytes at a time: [`escapes`] marks every byte of a
+/// block that must be escaped, and each mark is escaped in turn, the clean
+/// runs between them copied whole. The tail (under 32 bytes, and every
+/// short string) is read byte by byte through the escape table.
 pub fn push_escaped(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     let mut clean_from = 0;
-    let mut at = 0;
-    while let Some(block) = bytes
-        .get(at..at + 32)
-        .and_then(|block| <&[u8; 32]>::try_from(block).ok())
-    {
-        let Some(first) = first_escape_in_block(block) else {
-            at += 32;
-            continue;
-        };
-        let hit = at + first;
-        out.extend_from_slice(bytes.get(clean_from..hit).unwrap_or_default());
-        escape(out, bytes.get(hit).copied().unwrap_or_default());
-        at = hit + 1;
-        clean_from = at;
-    }
-    while let Some(word) = bytes.get(at..at + 8) {
-        let mut eight = [0u8; 8];
-        eight.copy_from_slice(word);
-        let flagged = needs_escape(u64::from_le_bytes(eight));
-        if flagged == 0 {
-            at += 8;
-            continue;
+    let (blocks, tail) = bytes.as_chunks::<BLOCK>();
+    for (index, block) in blocks.iter().enumerate() {
+        let mut marks = escapes(block);
+        while marks != 0 {
+            let hit = index * BLOCK + marks.trailing_zeros() as usize;
+            push_clean_then_escape(out, bytes, clean_from, hit);
+            clean_from = hit + 1;
+            // The lowest mark, done.
+            marks &= marks - 1;
         }
-        // The lowest flag is exact (a false flag needs a true one below).
-        let hit = at + (flagged.trailing_zeros() / 8) as usize;
-        out.extend_from_slice(bytes.get(clean_from..hit).unwrap_or_default());
-        escape(out, bytes.get(hit).copied().unwrap_or_default());
-        at = hit + 1;
-        clean_from = at;
     }
-    while let Some(&byte) = bytes.get(at) {
-        if byte < 0x20 || byte == b'"' || byte == b'\\' {
-            out.extend_from_slice(bytes.get(clean_from..at).unwrap_or_default());
-            escape(out, byte);
-            clean_from = at + 1;
+    let base = blocks.len() * BLOCK;
+    for (at, &byte) in tail.iter().enumerate() {
+        if ESCAPES[usize::from(byte)] != 0 {
+            push_clean_then_escape(out, bytes, clean_from, base + at);
+            clean_from = base + at + 1;
         }
-        at += 1;
     }
     out.extend_from_slice(bytes.get(clean_from..).unwrap_or_default());
 }
+
+/// Appends `bytes[clean_from..hit]` as it is, then serde_json's escape of
+/// the byte at `hit`.
+#[inline]
+fn push_clean_then_escape(out: &mut Vec<u8>, bytes: &[u8], clean_from: usize, hit: usize) {
+    out.extend_from_slice(bytes.get(clean_from..hit).unwrap_or_default());
+    let byte = bytes.get(hit).copied().unwrap_or_default();
+    match ESCAPES[usize::from(byte)] {
+        b'u' => {
+            let hex = |nibble: u8| HEX.get(usize::from(nibble)).copied().unwrap_or(b'0');
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hex(byte >> 4), hex(byte & 0xf)]);
+        }
+        short => out.extend_from_slice(&[b'\\', short]),
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// For each byte, what follows the backslash of its escape as serde_json
+/// writes it (`u` for `\u00XX`), or 0 for a byte written as it is.
+const ESCAPES: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = b'u';
+        byte += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
 
 /// A string of at least this many bytes reserves room for more than
 /// itself ([`write_str`]).
 const LONG: usize = 1024;
 
-/// A word with the high bit of each byte that JSON must escape set: below
-/// 0x20, `"` or `\` (the "has a byte less than n" trick of Hacker's
-/// Delight). With bit 1 flipped, a byte below 0x20 stays below it and `"`
-/// (0x22) becomes 0x20, while no other byte lands below 0x21: one test
-/// finds both.
-fn needs_escape(word: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let flipped = word ^ (ONES * 0x02);
-    let control_or_quote = flipped.wrapping_sub(ONES * 0x21) & !flipped & HIGH;
-    let backslash = word ^ (ONES * u64::from(b'\\'));
-    let backslash = backslash.wrapping_sub(ONES) & !backslash & HIGH;
-    control_or_quote | backslash
-}
+/// The bytes [`escapes`] looks at together.
+const BLOCK: usize = 32;
 
-/// The offset of the first byte of `block` (32 of them) that JSON must
-/// escape: four words tested together, and looked into only when one has
-/// a flag.
-fn first_escape_in_block(block: &[u8; 32]) -> Option<usize> {
-    let (words, _) = block.as_chunks::<8>();
-    let mut flags = [0u64; 4];
-    for (flag, word) in flags.iter_mut().zip(words) {
-        *flag = needs_escape(u64::from_le_bytes(*word));
-    }
-    if flags.iter().fold(0, |any, flag| any | flag) == 0 {
-        return None;
-    }
-    // The lowest flag of a word is exact, and a word with only false flags
-    // has none: the first word with a flag holds the first escape.
-    flags
-        .iter()
-        .zip([0, 8, 16, 24])
-        .find(|(flags, _)| **flags != 0)
-        .map(|(flags, at)| at + (flags.trailing_zeros() / 8) as usize)
-}
-
-/// serde_json's escape of one byte.
-fn escape(out: &mut Vec<u8>, byte: u8) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    match byte {
-        b'"' => out.extend_from_slice(b"\\\""),
-        b'\\' => out.extend_from_slice(b"\\\\"),
-        b'\n' => out.extend_from_slice(b"\\n"),
-        b'\r' => out.extend_from_slice(b"\\r"),
-        b'\t' => out.extend_from_slice(b"\\t"),
-        0x08 => out.extend_from_slice(b"\\b"),
-        0x0c => out.extend_from_slice(b"\\f"),
-        _ => {
-            let hex = |nibble: u8| HEX.get(usize::from(nibble)).copied().unwrap_or(b'0');
-            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hex(byte >> 4), hex(byte & 0xf)]);
-        }
-    }
+/// The bytes of `block` that JSON must escape (below 0x20, `"` and `\`),
+/// bit `i` for byte `i`: exact, every mark a byte to escape. Two 16-byte
+/// vectors (SSE2 on x86-64, NEON on ARM, plain arrays elsewhere): a
+/// control is a byte that the minimum with 0x1f leaves unchanged, and each
+/// vector's marks are the high bits of its comparisons.
+fn escapes(block: &[u8; BLOCK]) -> u32 {
+    use wide::u8x16;
+    let half = |bytes: &[u8; 16]| {
+        let v = u8x16::new(*bytes);
+        let control = v.min(u8x16::splat(0x1f)).cmp_eq(v);
+        let quote = v.cmp_eq(u8x16::splat(b'"'));
+        let backslash = v.cmp_eq(u8x16::splat(b'\\'));
+        // 16 bits, one per byte.
+        (control | quote | backslash).move_mask().cast_unsigned() & 0xffff
+    };
+    let (halves, _) = block.as_chunks::<16>();
+    let [low, high] = halves else { return 0 };
+    half(low) | (half(high) << 16)
 }
 
 /// serde_json's name for the struct a `RawValue` serializes as.
@@ -949,30 +940,27 @@ mod tests {
     }
 
     #[test]
-    fn the_word_and_block_tests_find_the_first_byte_to_escape() {
+    fn a_blocks_marks_are_exactly_its_bytes_to_escape() {
         let needs = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
-        let first = |bytes: &[u8]| bytes.iter().position(|&b| needs(b));
-        // Every byte value at every place of a word, over every background
-        // byte, and a second byte value after it (a borrow from a lower
-        // byte is what could flag a byte that is clean).
+        let marks = |block: &[u8; 32]| {
+            block
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| needs(**b))
+                .fold(0u32, |marks, (i, _)| marks | (1 << i))
+        };
+        // Every byte value at every place of a block, over every
+        // background byte, with a second byte after it.
         for background in 0..=255u8 {
             for byte in 0..=255u8 {
-                for at in 0..8 {
-                    let mut word = [background; 8];
-                    word[at] = byte;
-                    for later in [byte, 0, b'"', b'\\', 0x21, 0x23, 0x80, 0xff] {
-                        let mut word = word;
-                        if at < 7 {
-                            word[7] = later;
-                        }
-                        let flags = super::needs_escape(u64::from_le_bytes(word));
-                        let found = (flags != 0).then(|| (flags.trailing_zeros() / 8) as usize);
-                        assert_eq!(found, first(&word), "{word:?}");
-                    }
+                for at in 0..32 {
+                    let mut block = [background; 32];
+                    block[at] = byte;
+                    block[(at + 17) % 32] = byte.wrapping_add(background);
+                    assert_eq!(super::escapes(&block), marks(&block), "{block:?}");
                 }
             }
         }
-        // A block: the first of four words with a flag.
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..200_000 {
             let block: [u8; 32] = std::array::from_fn(|_| match rng.below(40) {
@@ -981,11 +969,28 @@ mod tests {
                 2 => rng.below(0x20) as u8,
                 _ => 0x20 + rng.below(0xe0) as u8,
             });
-            assert_eq!(
-                super::first_escape_in_block(&block),
-                first(&block),
-                "{block:?}"
-            );
+            assert_eq!(super::escapes(&block), marks(&block), "{block:?}");
+        }
+    }
+
+    #[test]
+    fn strings_of_every_length_around_the_block_are_escaped_as_serde_json_escapes() {
+        // Escapes at each end of a block and of the padded tail, for every
+        // length up to three blocks.
+        let mut rng = Rng(0x0123_4567_89ab_cdef);
+        for len in 0..=100 {
+            for _ in 0..50 {
+                let text: String = (0..len)
+                    .map(|_| match rng.below(6) {
+                        0 => '\n',
+                        1 => '"',
+                        2 => '\\',
+                        3 => '\u{1f}',
+                        _ => 'a',
+                    })
+                    .collect();
+                same(&text);
+            }
         }
     }
 
