@@ -183,6 +183,8 @@ enum Failed {
     Transport(Transport),
     /// The deadline passed before the request was sent.
     Unsent,
+    /// The call's deadline passed while an attempt waited for its answer.
+    Deadline,
 }
 
 /// A transport failure, told apart as callers need it.
@@ -527,22 +529,43 @@ impl HttpClient {
         // is `NotSent`, which a write's caller can trust as "nothing
         // happened".
         let sent = std::sync::atomic::AtomicBool::new(false);
+        if deadline <= Instant::now() {
+            return Err(unsent());
+        }
+        // Each attempt runs under one timer, its read timeout or the
+        // call's deadline, whichever comes first (a timer is a lock and a
+        // wheel insertion, and a wake-up of the event loop when it is the
+        // soonest); a wait for a slot, only when none is free, under one
+        // of its own. The waits between attempts end before the deadline
+        // (`retrying`).
         let call = retrying(source_name, deadline, attempts, |attempt| {
             let (sent, host, key, encoded) = (&sent, &host, &key, &encoded);
             async move {
                 // Never closed, so always a slot once one is free.
-                let slot = host.slots.clone().acquire_owned().await.ok();
+                let slot = match host.slots.clone().try_acquire_owned() {
+                    Ok(slot) => Some(slot),
+                    Err(_) => {
+                        let waited =
+                            tokio::time::timeout_at(deadline, host.slots.clone().acquire_owned());
+                        match waited.await {
+                            Ok(slot) => slot.ok(),
+                            Err(_) => return (Err(Failed::Unsent), None),
+                        }
+                    }
+                };
                 if deadline <= Instant::now() {
                     return (Err(Failed::Unsent), None);
                 }
                 sent.store(true, std::sync::atomic::Ordering::Release);
-                let outcome = match tokio::time::timeout(
-                    settings.read_timeout,
+                let ends = deadline.min(Instant::now() + settings.read_timeout);
+                let outcome = match tokio::time::timeout_at(
+                    ends,
                     self.exchange(host, key, idempotency, request, encoded),
                 )
                 .await
                 {
                     Ok(outcome) => outcome,
+                    Err(_) if ends == deadline => return (Err(Failed::Deadline), None),
                     Err(_) => Err(Transport::Timeout),
                 };
                 let delay = match &outcome {
@@ -572,15 +595,15 @@ impl HttpClient {
                 (outcome.map_err(Failed::Transport), delay)
             }
         });
-        if deadline <= Instant::now() {
-            return Err(unsent());
-        }
-        match tokio::time::timeout_at(deadline, call).await {
-            Ok(Ok(upstream)) => Ok(upstream),
-            Ok(Err(Failed::Transport(kind))) => Err(transport_error(source_name, kind)),
-            Ok(Err(Failed::Unsent)) => Err(unsent()),
-            Err(_) if !sent.load(std::sync::atomic::Ordering::Acquire) => Err(unsent()),
-            Err(_) => {
+        match call.await {
+            Ok(upstream) => Ok(upstream),
+            Err(Failed::Transport(kind)) => Err(transport_error(source_name, kind)),
+            // An earlier attempt reached the upstream: not "nothing
+            // happened".
+            Err(Failed::Unsent) if !sent.load(std::sync::atomic::Ordering::Acquire) => {
+                Err(unsent())
+            }
+            Err(Failed::Unsent | Failed::Deadline) => {
                 tracing::debug!(source = source_name, "upstream call reached its deadline");
                 Err(SourceError::Timeout(source_name))
             }
