@@ -38,16 +38,81 @@ impl<W> JsonLines<W> {
 }
 
 /// A span's fields, each with its value already encoded as JSON, in the
-/// order they were first given. Kept in the span's extensions.
-#[derive(Debug)]
-struct SpanFields(Vec<(&'static str, String)>);
+/// order they were first given, the values one after the other in one
+/// buffer (a field's own `String` was an allocation per field and record).
+/// Kept in the span's extensions.
+#[derive(Debug, Default)]
+struct SpanFields {
+    /// Each field's name and where its value is in `values`.
+    index: Vec<(&'static str, std::ops::Range<usize>)>,
+    /// The encoded values, and the replaced ones until a compaction.
+    values: Vec<u8>,
+    /// Bytes of `values` that replaced values still hold.
+    dead: usize,
+}
 
 impl SpanFields {
-    fn set(&mut self, name: &'static str, value: String) {
-        match self.0.iter_mut().find(|(n, _)| *n == name) {
-            Some(slot) => slot.1 = value,
-            None => self.0.push((name, value)),
+    fn with_capacity(fields: usize) -> Self {
+        Self {
+            index: Vec::with_capacity(fields),
+            values: Vec::with_capacity(fields * 24),
+            dead: 0,
         }
+    }
+
+    /// Starts a value for `name`: what is appended to the returned buffer
+    /// until [`SpanFields::end`] is its encoding.
+    fn begin(&mut self) -> usize {
+        self.values.len()
+    }
+
+    /// Ends the value begun at `start` as `name`'s, replacing an earlier
+    /// one.
+    fn end(&mut self, name: &'static str, start: usize) {
+        let value = start..self.values.len();
+        match self.index.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => {
+                self.dead += slot.1.len();
+                slot.1 = value;
+            }
+            None => self.index.push((name, value)),
+        }
+        // A field recorded again and again (a long-lived span's counter)
+        // does not grow the buffer without end.
+        if self.dead > 256 && self.dead * 2 > self.values.len() {
+            self.compact();
+        }
+    }
+
+    /// Sets `name` to the already encoded `value`.
+    fn set(&mut self, name: &'static str, value: &[u8]) {
+        let start = self.begin();
+        self.values.extend_from_slice(value);
+        self.end(name, start);
+    }
+
+    fn compact(&mut self) {
+        let mut values = Vec::with_capacity(self.values.len() - self.dead);
+        for (_, range) in &mut self.index {
+            let start = values.len();
+            values.extend_from_slice(self.values.get(range.clone()).unwrap_or_default());
+            *range = start..values.len();
+        }
+        self.values = values;
+        self.dead = 0;
+    }
+
+    /// The fields, each with its encoded value.
+    fn iter(&self) -> impl Iterator<Item = (&'static str, &[u8])> {
+        self.index
+            .iter()
+            .map(|(name, range)| (*name, self.values.get(range.clone()).unwrap_or_default()))
+    }
+
+    fn clear(&mut self) {
+        self.index.clear();
+        self.values.clear();
+        self.dead = 0;
     }
 }
 
@@ -137,54 +202,60 @@ impl fmt::Write for Escaped<'_> {
     }
 }
 
-fn encoded_str(text: &str) -> String {
-    let mut out = Vec::with_capacity(text.len() + 2);
-    push_str(&mut out, text);
-    String::from_utf8(out).unwrap_or_default()
+/// Appends a number or a bool as serde_json writes it (a non-finite float
+/// as `null`).
+fn push_number(out: &mut Vec<u8>, value: impl serde::Serialize) {
+    if serde_json::to_writer(&mut *out, &value).is_err() {
+        out.extend_from_slice(b"null");
+    }
 }
 
-fn encoded_display(value: fmt::Arguments<'_>) -> String {
-    let mut out = Vec::with_capacity(48);
-    push_display(&mut out, value);
-    String::from_utf8(out).unwrap_or_default()
-}
-
-fn encoded_f64(value: f64) -> String {
-    serde_json::Number::from_f64(value).map_or_else(|| "null".to_owned(), |n| n.to_string())
-}
-
-/// Encodes what a visitor is shown, for a span's list.
+/// Encodes what a visitor is shown into a span's list.
 struct SpanVisitor<'a>(&'a mut SpanFields);
+
+impl SpanVisitor<'_> {
+    fn encode(&mut self, field: &Field, encode: impl FnOnce(&mut Vec<u8>)) {
+        let start = self.0.begin();
+        encode(&mut self.0.values);
+        self.0.end(field.name(), start);
+    }
+
+    fn number(&mut self, field: &Field, value: impl serde::Serialize) {
+        self.encode(field, |out| push_number(out, value));
+    }
+}
 
 impl Visit for SpanVisitor<'_> {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.0
-            .set(field.name(), encoded_display(format_args!("{value:?}")));
+        self.encode(field, |out| push_display(out, format_args!("{value:?}")));
     }
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.set(field.name(), encoded_str(value));
+        self.encode(field, |out| push_str(out, value));
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.0.set(field.name(), value.to_string());
+        self.number(field, value);
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.set(field.name(), value.to_string());
+        self.number(field, value);
     }
     fn record_i128(&mut self, field: &Field, value: i128) {
-        self.0.set(field.name(), format!("\"{value}\""));
+        self.encode(field, |out| {
+            let _ = write!(out, "\"{value}\"");
+        });
     }
     fn record_u128(&mut self, field: &Field, value: u128) {
-        self.0.set(field.name(), format!("\"{value}\""));
+        self.encode(field, |out| {
+            let _ = write!(out, "\"{value}\"");
+        });
     }
     fn record_f64(&mut self, field: &Field, value: f64) {
-        self.0.set(field.name(), encoded_f64(value));
+        self.number(field, value);
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.0.set(field.name(), value.to_string());
+        self.number(field, value);
     }
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        self.0
-            .set(field.name(), encoded_display(format_args!("{value}")));
+        self.encode(field, |out| push_display(out, format_args!("{value}")));
     }
 }
 
@@ -251,8 +322,9 @@ impl Visit for EventVisitor<'_> {
         self.raw(field, format_args!("\"{value}\""));
     }
     fn record_f64(&mut self, field: &Field, value: f64) {
-        let encoded = encoded_f64(value);
-        self.raw(field, format_args!("{encoded}"));
+        if self.key(field) {
+            push_number(self.out, value);
+        }
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
         self.raw(field, format_args!("{value}"));
@@ -270,6 +342,9 @@ const MAX_KEPT_BUFFER: usize = 64 * 1024;
 thread_local! {
     /// Each thread's line buffer, reused line after line.
     static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Each thread's list of a record's values, encoded before they are
+    /// copied into their span's.
+    static RECORDED: RefCell<SpanFields> = RefCell::new(SpanFields::default());
 }
 
 impl<S, W> Layer<S> for JsonLines<W>
@@ -281,23 +356,31 @@ where
         let Some(span) = ctx.span(id) else { return };
         // Room for every field the span declares, the empty ones it
         // records later included.
-        let mut fields = SpanFields(Vec::with_capacity(attrs.metadata().fields().len()));
+        let mut fields = SpanFields::with_capacity(attrs.metadata().fields().len());
         attrs.record(&mut SpanVisitor(&mut fields));
         span.extensions_mut().insert(fields);
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
-        // Encoded before the span's extensions are locked: a value's
-        // `Debug` that logs in this span must not wait for that lock.
-        let mut recorded = SpanFields(Vec::with_capacity(values.len()));
-        values.record(&mut SpanVisitor(&mut recorded));
-        let mut extensions = span.extensions_mut();
-        if let Some(fields) = extensions.get_mut::<SpanFields>() {
-            for (name, value) in recorded.0 {
-                fields.set(name, value);
+        // Encoded before the span's extensions are locked (a value's
+        // `Debug` that logs in this span must not wait for that lock),
+        // into the thread's scratch list, then copied.
+        let merge = |recorded: &mut SpanFields| {
+            recorded.clear();
+            values.record(&mut SpanVisitor(recorded));
+            let mut extensions = span.extensions_mut();
+            if let Some(fields) = extensions.get_mut::<SpanFields>() {
+                for (name, value) in recorded.iter() {
+                    fields.set(name, value);
+                }
             }
-        }
+        };
+        RECORDED.with(|recorded| match recorded.try_borrow_mut() {
+            Ok(mut recorded) => merge(&mut recorded),
+            // A value's `Debug` that records a span: a list of its own.
+            Err(_) => merge(&mut SpanFields::default()),
+        });
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
@@ -321,10 +404,10 @@ where
             if let Some(span) = ctx.event_span(event) {
                 out.extend_from_slice(br#","span":{"#);
                 if let Some(fields) = span.extensions().get::<SpanFields>() {
-                    for (name, value) in &fields.0 {
+                    for (name, value) in fields.iter() {
                         push_str(out, name);
                         out.push(b':');
-                        out.extend_from_slice(value.as_bytes());
+                        out.extend_from_slice(value);
                         out.push(b',');
                     }
                 }
@@ -467,6 +550,45 @@ mod tests {
         assert_eq!(line["span"]["outcome"], "second");
         assert!(line["span"].get("user").is_none(), "{line}");
         assert_eq!(line["level"], "WARN");
+    }
+
+    #[test]
+    fn a_field_recorded_again_and_again_keeps_its_place_and_last_value_in_a_bounded_list() {
+        let mut fields = super::SpanFields::default();
+        fields.set("first", b"1");
+        for i in 0..10_000 {
+            fields.set("counter", format!("{i}").as_bytes());
+            if i == 5 {
+                fields.set("last", b"\"x\"");
+            }
+        }
+        let listed: Vec<(&str, String)> = fields
+            .iter()
+            .map(|(name, value)| (name, String::from_utf8(value.to_vec()).unwrap()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("first", "1".to_owned()),
+                ("counter", "9999".to_owned()),
+                ("last", "\"x\"".to_owned())
+            ]
+        );
+        assert!(
+            fields.values.len() < 600,
+            "{} bytes kept",
+            fields.values.len()
+        );
+        // Through the layer: a span's non-finite number is null, and its
+        // record in a line replaces the one it was opened with.
+        let lines = lines(|| {
+            let span = tracing::info_span!("request", latency_ms = 1.0, status = 1u64);
+            span.record("latency_ms", f64::NAN);
+            span.record("status", 200u64);
+            span.in_scope(|| tracing::info!("done"));
+        });
+        assert_eq!(lines[0]["span"]["latency_ms"], serde_json::Value::Null);
+        assert_eq!(lines[0]["span"]["status"], 200);
     }
 
     #[test]
