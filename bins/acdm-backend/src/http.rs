@@ -259,14 +259,18 @@ impl Edge {
 }
 
 /// The request span: the request id, method and path (never the query or
-/// headers), plus fields the gate and the BFF fill in as they learn them.
+/// headers), the BFF operation the path names (`nc.read`; known from the
+/// start, so not a record of its own later), plus fields the gate and the
+/// BFF fill in as they learn them.
 fn make_span(req: &Request, id: &RequestId) -> Span {
+    let path = req.uri().path();
+    let op = Some(bff_op(path)).filter(|op| *op != "unknown");
     tracing::info_span!(
         "request",
         request_id = %id.as_str(),
         method = %req.method(),
-        path = %req.uri().path(),
-        op = Empty,
+        path = %path,
+        op,
         agent = Empty,
         user = Empty,
         thread = Empty,

@@ -110,7 +110,6 @@ pub(crate) async fn dispatch(
             return Failure::new(ErrorCode::NotFound, unknown.to_string()).into_response();
         }
     };
-    tracing::Span::current().record("op", op.label());
     if let Err(refused) = caller.allow(op.access(), &describe(op)) {
         return refused.into_response();
     }

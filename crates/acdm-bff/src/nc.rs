@@ -137,7 +137,6 @@ pub(crate) async fn dispatch(
             return Failure::new(ErrorCode::NotFound, unknown.to_string()).into_response();
         }
     };
-    tracing::Span::current().record("op", op.label());
     let what = if op.writes() {
         "change files"
     } else {

@@ -268,19 +268,36 @@ async fn admit(state: PipelineState, mut req: Request, next: Next) -> Response {
         Err(failure) => return failure.into_response(),
     };
     let span = tracing::Span::current();
-    // One record for the three: each record is a lookup and a lock in
-    // the log's layer.
-    tracing::record_all!(
-        span,
-        agent = identity.agent_name().as_str(),
-        user = identity.user_id().as_str(),
-        thread = identity.thread_id().as_str(),
-    );
-    let scope = match state.resolver.resolve(identity.agent_name()).await {
-        Ok(scope) => scope,
-        Err(error) => return Failure::from(error).into_response(),
+    // As few records as may be: each is a lookup and a lock in the log's
+    // layer. A cached scope (the usual case) is recorded with the caller
+    // in one; before a lookup, which may log, the caller is recorded
+    // first, so that its lines name the caller.
+    let scope = match state.resolver.cached(identity.agent_name()) {
+        Some(scope) => {
+            tracing::record_all!(
+                span,
+                agent = identity.agent_name().as_str(),
+                user = identity.user_id().as_str(),
+                thread = identity.thread_id().as_str(),
+                project = scope.project.slug.as_str(),
+            );
+            scope
+        }
+        None => {
+            tracing::record_all!(
+                span,
+                agent = identity.agent_name().as_str(),
+                user = identity.user_id().as_str(),
+                thread = identity.thread_id().as_str(),
+            );
+            let scope = match state.resolver.resolve(identity.agent_name()).await {
+                Ok(scope) => scope,
+                Err(error) => return Failure::from(error).into_response(),
+            };
+            span.record("project", scope.project.slug.as_str());
+            scope
+        }
     };
-    span.record("project", scope.project.slug.as_str());
     if let Err(refused) = state
         .limits
         .admit(identity.agent_name().as_str(), writes(req.uri().path()))

@@ -159,7 +159,6 @@ fn ok<T: Serialize>(data: T, message: impl Into<String>) -> Reply {
 }
 
 async fn dispatch(state: ProjectState, op: ProjectOp, caller: Caller, req: Request) -> Reply {
-    tracing::Span::current().record("op", op.label());
     if req.method().as_str() != op.method() {
         let mut refusal = Failure::new(
             ErrorCode::MethodNotAllowed,

@@ -227,7 +227,9 @@ impl ScopeResolver {
         Ok(scope)
     }
 
-    fn cached(&self, agent: &AgentName) -> Option<Arc<Scope>> {
+    /// The scope of the project `agent` manages if it is cached and fresh,
+    /// without a lookup: what [`ScopeResolver::resolve`] answers first.
+    pub fn cached(&self, agent: &AgentName) -> Option<Arc<Scope>> {
         let slot = self.slots.get(agent)?;
         let (scope, stored_at) = slot.value.as_ref()?;
         let fresh = self.clock.now().saturating_duration_since(*stored_at) < self.ttl;
