@@ -147,3 +147,88 @@ async fn a_start_reads_the_kill_switch_without_calling_it_a_change() {
         "{logs}"
     );
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn every_bff_line_names_its_op_caller_and_project_whether_the_scope_was_cached_or_looked_up()
+{
+    let capture = LogCapture::default();
+    let subscriber = tracing_subscriber::registry()
+        .with(EnvFilter::new("info"))
+        .with(JsonLines::new(capture.clone()));
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let app = spawn_app(Options::default()).await;
+    let admin = [("Authorization", BEARER)];
+    for (path, body) in [
+        ("/admin/projects", r#"{"slug":"alpha","name":"Alpha"}"#),
+        (
+            "/admin/agents",
+            r#"{"agent_name":"project-alpha","project":"alpha"}"#,
+        ),
+        (
+            "/admin/projects/alpha/members",
+            r#"{"user_id":"u-1","role":"member"}"#,
+        ),
+    ] {
+        let made = app
+            .send(Req::new("POST", path).headers(&admin).json(body))
+            .await;
+        assert!(made.status < 300, "{path}: {}", made.body);
+    }
+    let agent = [
+        ("X-ACDM-Service-Auth", TOKEN),
+        ("X-ACDM-User-Id", "u-1"),
+        ("X-ACDM-Agent-Name", "project-alpha"),
+        ("X-ACDM-Thread-Id", "t-1"),
+    ];
+    // The first call looks the scope up, the second finds it cached; both
+    // pass the pipeline (the project's folder is not there: not_found).
+    for _ in 0..2 {
+        let listed = app
+            .send(
+                Req::new("POST", "/agent-tools/nc/list")
+                    .headers(&agent)
+                    .json("{}"),
+            )
+            .await;
+        assert!(
+            listed.body.contains("does not exist in mount"),
+            "{}",
+            listed.body
+        );
+    }
+    app.stop().await;
+
+    let lines: Vec<serde_json::Value> = capture
+        .text()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .filter(|line: &serde_json::Value| {
+            line["fields"]["message"] == "request finished" || line["message"] == "request finished"
+        })
+        .filter(|line| line["span"]["path"] == "/agent-tools/nc/list")
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", capture.text());
+    for line in &lines {
+        let span = &line["span"];
+        assert_eq!(
+            (
+                &span["op"],
+                &span["agent"],
+                &span["user"],
+                &span["thread"],
+                &span["project"],
+                &span["status"]
+            ),
+            (
+                &serde_json::json!("nc.list"),
+                &serde_json::json!("project-alpha"),
+                &serde_json::json!("u-1"),
+                &serde_json::json!("t-1"),
+                &serde_json::json!("alpha"),
+                &serde_json::json!(404)
+            ),
+            "{line}"
+        );
+    }
+}
