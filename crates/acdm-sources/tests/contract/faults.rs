@@ -41,6 +41,9 @@ enum Behavior {
     Drip(u16),
     /// Redirects to this address.
     Redirect(SocketAddr),
+    /// Answers the first connection with this status and no body, and
+    /// stalls every later one.
+    FirstThenStall(u16),
 }
 
 /// A loopback server that misbehaves on purpose, counting connections.
@@ -66,8 +69,14 @@ impl FaultServer {
                 let Ok((mut stream, _)) = listener.accept().await else {
                     return;
                 };
-                counter.fetch_add(1, Ordering::SeqCst);
-                let behavior = behavior.clone();
+                let earlier = counter.fetch_add(1, Ordering::SeqCst);
+                let behavior = match behavior {
+                    Behavior::FirstThenStall(status) if earlier == 0 => {
+                        Behavior::Respond(status, "text/plain", Vec::new())
+                    }
+                    Behavior::FirstThenStall(_) => Behavior::Stall,
+                    ref other => other.clone(),
+                };
                 tokio::spawn(async move {
                     if matches!(behavior, Behavior::Reset) {
                         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -78,7 +87,7 @@ impl FaultServer {
                     let _ = read_request(&mut stream, &mut Vec::new()).await;
                     match behavior {
                         Behavior::Stall => tokio::time::sleep(Duration::from_secs(60)).await,
-                        Behavior::Reset => {}
+                        Behavior::Reset | Behavior::FirstThenStall(_) => {}
                         Behavior::Respond(status, content_type, body) => {
                             let _ = stream
                                 .write_all(head(status, content_type, body.len()).as_bytes())
@@ -374,6 +383,37 @@ async fn a_host_gets_no_more_requests_at_once_than_its_cap() {
         BUDGET,
         "waiting for a slot ends by the deadline"
     );
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+}
+
+// Paused clock. A read whose first attempt reached the host (a 503) and
+// whose retry then waits for a slot past its deadline, another call
+// holding the host's only connection, timed out: it is not `NotSent`,
+// which would tell a caller that nothing reached the upstream.
+#[tokio::test(start_paused = true)]
+async fn a_retry_that_never_gets_a_slot_after_a_sent_attempt_is_a_timeout_not_unsent() {
+    let http = HttpClient::new(HttpSettings {
+        timeout: BUDGET,
+        read_timeout: BUDGET * 10,
+        retries: 1,
+        backoff: Duration::from_millis(20),
+        max_connections_per_host: 1,
+        ..HttpSettings::default()
+    })
+    .unwrap();
+    let server = FaultServer::start(Behavior::FirstThenStall(503)).await;
+    let first = tokio::spawn(run_with(Op::Stat, server.addr, http.clone()));
+    while server.connections.load(Ordering::SeqCst) == 0 {
+        tokio::task::yield_now().await;
+    }
+    // Takes the slot while the first call waits to retry, and keeps it
+    // until its own deadline, after the first call's.
+    let holder = tokio::spawn(run_with(Op::Stat, server.addr, http.clone()));
+    let first = first.await.unwrap().unwrap_err();
+    assert!(matches!(first, SourceError::Timeout(_)), "{first:?}");
+    let holder = holder.await.unwrap().unwrap_err();
+    assert!(matches!(holder, SourceError::Timeout(_)), "{holder:?}");
+    // The retry never reached the host.
     assert_eq!(server.connections.load(Ordering::SeqCst), 2);
 }
 
