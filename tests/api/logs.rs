@@ -158,29 +158,7 @@ async fn every_bff_line_names_its_op_caller_and_project_whether_the_scope_was_ca
     let _guard = tracing::subscriber::set_default(subscriber);
 
     let app = spawn_app(Options::default()).await;
-    let admin = [("Authorization", BEARER)];
-    for (path, body) in [
-        ("/admin/projects", r#"{"slug":"alpha","name":"Alpha"}"#),
-        (
-            "/admin/agents",
-            r#"{"agent_name":"project-alpha","project":"alpha"}"#,
-        ),
-        (
-            "/admin/projects/alpha/members",
-            r#"{"user_id":"u-1","role":"member"}"#,
-        ),
-    ] {
-        let made = app
-            .send(Req::new("POST", path).headers(&admin).json(body))
-            .await;
-        assert!(made.status < 300, "{path}: {}", made.body);
-    }
-    let agent = [
-        ("X-ACDM-Service-Auth", TOKEN),
-        ("X-ACDM-User-Id", "u-1"),
-        ("X-ACDM-Agent-Name", "project-alpha"),
-        ("X-ACDM-Thread-Id", "t-1"),
-    ];
+    let agent = crate::admin::alpha_with_writes(&app, 0).await;
     // The first call looks the scope up, the second finds it cached; both
     // pass the pipeline (the project's folder is not there: not_found).
     for _ in 0..2 {
@@ -204,9 +182,8 @@ async fn every_bff_line_names_its_op_caller_and_project_whether_the_scope_was_ca
         .lines()
         .filter_map(|line| serde_json::from_str(line).ok())
         .filter(|line: &serde_json::Value| {
-            line["fields"]["message"] == "request finished" || line["message"] == "request finished"
+            line["message"] == "request finished" && line["span"]["path"] == "/agent-tools/nc/list"
         })
-        .filter(|line| line["span"]["path"] == "/agent-tools/nc/list")
         .collect();
     assert_eq!(lines.len(), 2, "{}", capture.text());
     for line in &lines {
