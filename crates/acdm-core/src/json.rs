@@ -90,12 +90,12 @@ impl Writer<'_> {
     }
 }
 
-/// The length of `bytes`' escaping ([`ESCAPES`]'s, and one for a byte
+/// The length of `bytes`' escaping ([`escape_char`]'s, and one for a byte
 /// that needs none).
 fn escaped_len(bytes: &[u8]) -> usize {
     bytes
         .iter()
-        .map(|&byte| match ESCAPES[usize::from(byte)] {
+        .map(|&byte| match escape_char(byte) {
             0 => 1,
             b'u' => 6,
             _ => 2,
@@ -149,7 +149,7 @@ pub fn push_escaped(out: &mut Vec<u8>, text: &str) {
     }
     let base = blocks.len() * BLOCK;
     for (at, &byte) in tail.iter().enumerate() {
-        if ESCAPES[usize::from(byte)] != 0 {
+        if escape_char(byte) != 0 {
             push_clean_then_escape(out, bytes, clean_from, base + at);
             clean_from = base + at + 1;
         }
@@ -163,7 +163,7 @@ pub fn push_escaped(out: &mut Vec<u8>, text: &str) {
 fn push_clean_then_escape(out: &mut Vec<u8>, bytes: &[u8], clean_from: usize, hit: usize) {
     out.extend_from_slice(bytes.get(clean_from..hit).unwrap_or_default());
     let byte = bytes.get(hit).copied().unwrap_or_default();
-    match ESCAPES[usize::from(byte)] {
+    match escape_char(byte) {
         b'u' => {
             let hex = |nibble: u8| HEX.get(usize::from(nibble)).copied().unwrap_or(b'0');
             out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hex(byte >> 4), hex(byte & 0xf)]);
@@ -174,24 +174,43 @@ fn push_clean_then_escape(out: &mut Vec<u8>, bytes: &[u8], clean_from: usize, hi
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-/// For each byte, what follows the backslash of its escape as serde_json
-/// writes it (`u` for `\u00XX`), or 0 for a byte written as it is.
+/// What follows the backslash of `byte`'s escape as serde_json writes it
+/// (`u` for `\u00XX`), or 0 for a byte written as it is: a look-up in
+/// [`ESCAPES`].
+#[inline]
+fn escape_char(byte: u8) -> u8 {
+    ESCAPES.get(usize::from(byte)).copied().unwrap_or(0)
+}
+
+/// [`escape_char`] for every byte, made from its definition,
+/// [`escape_rule`]: a table is cheaper than a `match` in the loop over a
+/// short string's bytes.
 const ESCAPES: [u8; 256] = {
-    let mut table = [0; 256];
-    let mut byte = 0;
-    while byte < 0x20 {
-        table[byte] = b'u';
-        byte += 1;
+    let mut table = [0u8; 256];
+    let mut rest: &mut [u8] = &mut table;
+    let mut byte: u8 = 0;
+    while let [slot, tail @ ..] = rest {
+        *slot = escape_rule(byte);
+        byte = byte.wrapping_add(1);
+        rest = tail;
     }
-    table[0x08] = b'b';
-    table[0x09] = b't';
-    table[0x0a] = b'n';
-    table[0x0c] = b'f';
-    table[0x0d] = b'r';
-    table[b'"' as usize] = b'"';
-    table[b'\\' as usize] = b'\\';
     table
 };
+
+/// serde_json's escapes.
+const fn escape_rule(byte: u8) -> u8 {
+    match byte {
+        0x08 => b'b',
+        0x09 => b't',
+        0x0a => b'n',
+        0x0c => b'f',
+        0x0d => b'r',
+        b'"' => b'"',
+        b'\\' => b'\\',
+        0..0x20 => b'u',
+        _ => 0,
+    }
+}
 
 /// A string of at least this many bytes reserves room for more than
 /// itself ([`write_str`]).
