@@ -41,7 +41,7 @@ impl<W> JsonLines<W> {
 /// order they were first given, the values one after the other in one
 /// buffer (a field's own `String` was an allocation per field and record).
 /// Kept in the span's extensions.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct SpanFields {
     /// Each field's name and where its value is in `values`.
     index: Vec<(&'static str, std::ops::Range<usize>)>,
@@ -52,6 +52,14 @@ struct SpanFields {
 }
 
 impl SpanFields {
+    const fn new() -> Self {
+        Self {
+            index: Vec::new(),
+            values: Vec::new(),
+            dead: 0,
+        }
+    }
+
     fn with_capacity(fields: usize) -> Self {
         Self {
             index: Vec::with_capacity(fields),
@@ -60,8 +68,8 @@ impl SpanFields {
         }
     }
 
-    /// Starts a value for `name`: what is appended to the returned buffer
-    /// until [`SpanFields::end`] is its encoding.
+    /// Starts a value: what is appended to `values` from the returned
+    /// offset until [`SpanFields::end`] is its encoding.
     fn begin(&mut self) -> usize {
         self.values.len()
     }
@@ -344,7 +352,7 @@ thread_local! {
     static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     /// Each thread's list of a record's values, encoded before they are
     /// copied into their span's.
-    static RECORDED: RefCell<SpanFields> = RefCell::new(SpanFields::default());
+    static RECORDED: RefCell<SpanFields> = const { RefCell::new(SpanFields::new()) };
 }
 
 impl<S, W> Layer<S> for JsonLines<W>
@@ -376,11 +384,22 @@ where
                 }
             }
         };
-        RECORDED.with(|recorded| match recorded.try_borrow_mut() {
-            Ok(mut recorded) => merge(&mut recorded),
+        let merged = RECORDED.try_with(|recorded| match recorded.try_borrow_mut() {
+            Ok(mut recorded) => {
+                merge(&mut recorded);
+                // A rare long value does not keep its buffer for the
+                // thread's life.
+                if recorded.values.capacity() > MAX_KEPT_BUFFER {
+                    *recorded = SpanFields::new();
+                }
+            }
             // A value's `Debug` that records a span: a list of its own.
-            Err(_) => merge(&mut SpanFields::default()),
+            Err(_) => merge(&mut SpanFields::new()),
         });
+        // The thread is ending: its list is gone.
+        if merged.is_err() {
+            merge(&mut SpanFields::new());
+        }
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
@@ -554,7 +573,7 @@ mod tests {
 
     #[test]
     fn a_field_recorded_again_and_again_keeps_its_place_and_last_value_in_a_bounded_list() {
-        let mut fields = super::SpanFields::default();
+        let mut fields = super::SpanFields::new();
         fields.set("first", b"1");
         for i in 0..10_000 {
             fields.set("counter", format!("{i}").as_bytes());
