@@ -557,7 +557,9 @@ impl HttpClient {
                     return (Err(Failed::Unsent), None);
                 }
                 sent.store(true, std::sync::atomic::Ordering::Release);
-                let ends = deadline.min(Instant::now() + settings.read_timeout);
+                let ends = Instant::now()
+                    .checked_add(settings.read_timeout)
+                    .map_or(deadline, |silence| silence.min(deadline));
                 let outcome = match tokio::time::timeout_at(
                     ends,
                     self.exchange(host, key, idempotency, request, encoded),
