@@ -994,7 +994,7 @@ mod tests {
 
     #[test]
     fn strings_of_every_length_around_the_block_are_escaped_as_serde_json_escapes() {
-        // Escapes at each end of a block and of the padded tail, for every
+        // Escapes at each end of a block and of the byte-by-byte tail, for every
         // length up to three blocks.
         let mut rng = Rng(0x0123_4567_89ab_cdef);
         for len in 0..=100 {
@@ -1054,7 +1054,7 @@ mod tests {
     }
 
     /// Where a repeat starts in the first string's escaping is counted by
-    /// `escaped_len`: it must count what `escape` writes, for every byte.
+    /// `escaped_len`: it must count what `push_escaped` writes, for every byte.
     #[test]
     fn the_escaped_length_of_a_head_is_the_length_of_its_escaping() {
         for byte in 0u8..0x80 {
