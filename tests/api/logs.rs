@@ -108,13 +108,18 @@ async fn tokens_never_appear_in_logs_at_trace_level() {
     }
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn a_start_reads_the_kill_switch_without_calling_it_a_change() {
+/// The service's JSON lines at `info`, captured while the guard lives.
+fn info_lines() -> (LogCapture, tracing::subscriber::DefaultGuard) {
     let capture = LogCapture::default();
     let subscriber = tracing_subscriber::registry()
         .with(EnvFilter::new("info"))
         .with(JsonLines::new(capture.clone()));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    (capture, tracing::subscriber::set_default(subscriber))
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_start_reads_the_kill_switch_without_calling_it_a_change() {
+    let (capture, _guard) = info_lines();
 
     let app = spawn_app(Options::default()).await;
     let admin = [("Authorization", BEARER)];
@@ -151,11 +156,7 @@ async fn a_start_reads_the_kill_switch_without_calling_it_a_change() {
 #[tokio::test(flavor = "current_thread")]
 async fn every_bff_line_names_its_op_caller_and_project_whether_the_scope_was_cached_or_looked_up()
 {
-    let capture = LogCapture::default();
-    let subscriber = tracing_subscriber::registry()
-        .with(EnvFilter::new("info"))
-        .with(JsonLines::new(capture.clone()));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (capture, _guard) = info_lines();
 
     let app = spawn_app(Options::default()).await;
     let agent = crate::admin::alpha_with_writes(&app, 0).await;
