@@ -270,26 +270,20 @@ async fn admit(state: PipelineState, mut req: Request, next: Next) -> Response {
     let span = tracing::Span::current();
     // As few records as may be: each is a lookup and a lock in the log's
     // layer. A cached scope (the usual case) is recorded with the caller
-    // in one; before a lookup, which may log, the caller is recorded
-    // first, so that its lines name the caller.
-    let scope = match state.resolver.cached(identity.agent_name()) {
-        Some(scope) => {
-            tracing::record_all!(
-                span,
-                agent = identity.agent_name().as_str(),
-                user = identity.user_id().as_str(),
-                thread = identity.thread_id().as_str(),
-                project = scope.project.slug.as_str(),
-            );
-            scope
-        }
+    // in one (an absent project records nothing); before a lookup, which
+    // may log, the caller is recorded first, so that its lines name the
+    // caller.
+    let cached = state.resolver.cached(identity.agent_name());
+    tracing::record_all!(
+        span,
+        agent = identity.agent_name().as_str(),
+        user = identity.user_id().as_str(),
+        thread = identity.thread_id().as_str(),
+        project = cached.as_ref().map(|scope| scope.project.slug.as_str()),
+    );
+    let scope = match cached {
+        Some(scope) => scope,
         None => {
-            tracing::record_all!(
-                span,
-                agent = identity.agent_name().as_str(),
-                user = identity.user_id().as_str(),
-                thread = identity.thread_id().as_str(),
-            );
             let scope = match state.resolver.resolve(identity.agent_name()).await {
                 Ok(scope) => scope,
                 Err(error) => return Failure::from(error).into_response(),
