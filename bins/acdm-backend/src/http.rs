@@ -165,12 +165,14 @@ where
             .and_then(|v| RequestId::parse(v).ok())
             .unwrap_or_else(RequestId::random);
         let echo = HeaderValue::from_str(id.as_str()).ok();
-        let span = make_span(&req, &id);
+        // Read from the path once, for the span and the metrics.
+        let op = bff_op(req.uri().path());
+        let span = make_span(&req, &id, op);
         req.extensions_mut().insert(id);
         Box::pin(async move {
             // The edge answers a route's panic itself; this guard is for a
             // panic of the edge's own.
-            let guarded = AssertUnwindSafe(front.edge.run(req, inner)).catch_unwind();
+            let guarded = AssertUnwindSafe(front.edge.run(req, op, inner)).catch_unwind();
             let mut response = guarded
                 .instrument(span.clone())
                 .await
@@ -212,13 +214,14 @@ enum Admitted {
 }
 
 impl Edge {
-    /// Counts the request, and answers it with `inner` if the gate and the
-    /// body limit admit it, by its deadline.
-    async fn run<S>(&self, req: Request, mut inner: S) -> Response
+    /// Counts the request (`op`: the BFF operation its path names, as
+    /// [`bff_op`] reads it), and answers it with `inner` if the gate and
+    /// the body limit admit it, by its deadline.
+    async fn run<S>(&self, req: Request, op: &'static str, mut inner: S) -> Response
     where
         S: tower::Service<Request, Response = Response, Error = Infallible>,
     {
-        let counted = self.metrics.start(req.uri().path());
+        let counted = self.metrics.start(req.uri().path(), op);
         let response = match self.admit(req) {
             Admitted::Run(req, deadline) => {
                 // A panic of the route (in its `call` or its future) is
@@ -259,12 +262,12 @@ impl Edge {
 }
 
 /// The request span: the request id, method and path (never the query or
-/// headers), the BFF operation the path names (`nc.read`; known from the
-/// start, so not a record of its own later), plus fields the gate and the
-/// BFF fill in as they learn them.
-fn make_span(req: &Request, id: &RequestId) -> Span {
+/// headers), the BFF operation the path names (`op`, as [`bff_op`] reads
+/// it: known from the start, so not a record of its own later), plus
+/// fields the gate and the BFF fill in as they learn them.
+fn make_span(req: &Request, id: &RequestId, op: &'static str) -> Span {
     let path = req.uri().path();
-    let op = Some(bff_op(path)).filter(|op| *op != "unknown");
+    let op = Some(op).filter(|op| *op != "unknown");
     tracing::info_span!(
         "request",
         request_id = %id.as_str(),
@@ -444,12 +447,13 @@ struct Counted {
 }
 
 impl HttpMetrics {
-    /// Starts counting a request to the raw `path`.
-    fn start(&self, path: &str) -> Counted {
+    /// Starts counting a request to the raw `path`, whose BFF operation
+    /// [`bff_op`] read as `op`.
+    fn start(&self, path: &str, op: &'static str) -> Counted {
         let surface = surface(path);
         Counted {
             surface,
-            op: (surface == "agent_tools").then(|| bff_op(path)),
+            op: (surface == "agent_tools").then_some(op),
             started: std::time::Instant::now(),
         }
     }
