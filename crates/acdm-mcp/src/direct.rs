@@ -6,10 +6,11 @@
 //! and running the request through its JSON-RPC model: in the HTTP bench
 //! that was a sixth to a fifth of a tool call's instructions (callgrind).
 //! A *plain* `tools/call` is answered here instead, by the same handler
-//! ([`KnowledgeServer::call`], in a task of its own as rmcp runs it, so a
-//! call whose caller went away still finishes with its metrics and log
-//! line) and written through rmcp's own message types, so the answer is
-//! rmcp's byte for byte.
+//! ([`KnowledgeServer::call`], in the caller's task, moved to a task of
+//! its own only if the caller goes away first, so that such a call still
+//! finishes with its metrics and log line, as rmcp's does) and written
+//! through rmcp's own message types, so the answer is rmcp's byte for
+//! byte.
 //!
 //! "Plain" is narrow on purpose — every check rmcp makes on the way to its
 //! handler would pass, and none of its per-request features is asked for:
@@ -32,19 +33,24 @@
 //! `direct::the_direct_path_answers_exactly_what_rmcp_answers` sends the
 //! same requests both ways and compares status, headers and bytes.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
 use http::{HeaderMap, Method, StatusCode, header};
 use rmcp::model::{
-    CallToolRequestParams, JsonObject, ProtocolVersion, RequestId, ServerJsonRpcMessage,
-    ServerResult,
+    CallToolRequestParams, CallToolResponse, JsonObject, ProtocolVersion, RequestId,
+    ServerJsonRpcMessage, ServerResult,
 };
 use serde::Deserialize;
 
 use crate::server::KnowledgeServer;
+use crate::tools::Structured;
 
 /// The largest request body either path reads (rmcp's default, set on
 /// its configuration too so the two agree).
@@ -97,37 +103,49 @@ pub(crate) async fn answer(
     };
     let mut params = CallToolRequestParams::new(call.params.name);
     params.arguments = call.params.arguments;
-    // In a task of its own, as rmcp runs it: a call whose caller went away
-    // still finishes, with its metrics and its log line. Boxed first: the
-    // call's future is 2.5 KiB, and tokio moves a future by value through
-    // several frames while it makes the task, and its task cell, as large
-    // as the future, is rewritten when the output is stored and read
-    // (counted with a probe on `memmove`, docs/performance.md); a box is
-    // moved as a pointer.
-    let task = {
+    // In the caller's task, and in a task of its own only if the caller
+    // goes away first ([`Finish`]): a call whose caller went away still
+    // finishes, with its metrics and its log line, as rmcp's task of its
+    // own did, without a task per call. Boxed first: the call's future is
+    // 2.5 KiB, and a box is moved as a pointer, into a task if need be.
+    let call_future = {
         let server = server.clone();
-        tokio::spawn(Box::pin(
-            async move { server.call(params, Some(&parts)).await },
-        ))
+        Box::pin(async move { server.answer(params, Some(&parts)).await })
     };
-    let Ok(outcome) = task.await else {
+    let Ok(outcome) = Finish::new(call_future).await else {
         return Ok(plain_text(
             StatusCode::INTERNAL_SERVER_ERROR,
             "Internal Server Error: the tool call ended without an answer".to_owned(),
         ));
     };
-    let message = match outcome {
-        Ok(response) => {
+    // A success is written from the call's own output (no `Value` of
+    // it); a tool's failure and a JSON-RPC error through rmcp's types.
+    let body = match outcome {
+        Ok(Ok(success)) => acdm_core::json::to_vec(&Answered {
+            jsonrpc: "2.0",
+            id: &call.id,
+            result: AnsweredResult {
+                content: [TextBlock {
+                    kind: "text",
+                    text: &success.text,
+                }],
+                structured_content: &success.structured,
+                is_error: false,
+            },
+        }),
+        Ok(Err(failure)) => {
             // As rmcp's handler does for a peer older than 2026-07-28,
             // which every plain call is.
-            let mut result = ServerResult::from(response);
+            let mut result = ServerResult::from(CallToolResponse::from(crate::server::result_of(
+                Err(failure),
+            )));
             result.strip_result_type_for_legacy_peer();
-            ServerJsonRpcMessage::response(result, call.id)
+            acdm_core::json::to_vec(&ServerJsonRpcMessage::response(result, call.id))
         }
-        Err(error) => ServerJsonRpcMessage::error(error, Some(call.id)),
+        Err(error) => acdm_core::json::to_vec(&ServerJsonRpcMessage::error(error, Some(call.id))),
     };
     // serde_json's bytes, the window escaped a word at a time.
-    Ok(match acdm_core::json::to_vec(&message) {
+    Ok(match body {
         Ok(body) => {
             let mut response = Response::new(Body::from(body));
             response
@@ -140,6 +158,92 @@ pub(crate) async fn answer(
             format!("serialize json response: {error}"),
         ),
     })
+}
+
+/// A plain call's success as rmcp writes it for a peer older than
+/// 2026-07-28 (no `resultType`): the JSON-RPC response, its one text
+/// block, the structured content and `isError`. The test
+/// `the_direct_path_answers_exactly_what_rmcp_answers` holds the bytes to
+/// rmcp's.
+#[derive(serde::Serialize)]
+struct Answered<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    result: AnsweredResult<'a>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AnsweredResult<'a> {
+    content: [TextBlock<'a>; 1],
+    structured_content: &'a Structured,
+    is_error: bool,
+}
+
+#[derive(serde::Serialize)]
+struct TextBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+/// A tool call run in its caller's task that, when that task drops it
+/// before its answer (the client went away, the connection closed), goes
+/// on in a task of its own to its end: its metrics and log line are never
+/// lost with the caller.
+///
+/// rmcp runs every call in a task of its own for this; a task per call
+/// costs a spawn, a wake across tasks and, on an idle worker, a thread
+/// woken to steal it. A call that panics ends the future with
+/// [`Panicked`], as a task's `JoinError` did.
+struct Finish<T: Send + 'static> {
+    call: Option<Pin<Box<dyn Future<Output = T> + Send>>>,
+}
+
+/// A call that panicked: its panic was reported by the panic hook.
+struct Panicked;
+
+impl<T: Send + 'static> Finish<T> {
+    fn new(call: Pin<Box<dyn Future<Output = T> + Send>>) -> Self {
+        Self { call: Some(call) }
+    }
+}
+
+impl<T: Send + 'static> Future for Finish<T> {
+    type Output = Result<T, Panicked>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(call) = self.call.as_mut() else {
+            // Polled again after its answer: it has no other.
+            return Poll::Ready(Err(Panicked));
+        };
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx)));
+        match polled {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => {
+                self.call = None;
+                Poll::Ready(Ok(output))
+            }
+            Err(_) => {
+                self.call = None;
+                Poll::Ready(Err(Panicked))
+            }
+        }
+    }
+}
+
+impl<T: Send + 'static> Drop for Finish<T> {
+    fn drop(&mut self) {
+        // Unfinished: the rest runs in a task of its own (a runtime that is
+        // shutting down drops it, as it drops every task).
+        if let Some(call) = self.call.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                let _unheard = call.await;
+            });
+        }
+    }
 }
 
 /// Whether the method and headers are those of a plain call (module doc).
@@ -270,6 +374,19 @@ mod tests {
 
     /// A router over a small local fixture, with the direct path or not.
     fn router(dir: &std::path::Path, direct: bool) -> axum::Router {
+        router_over(dir, direct, |wiki| wiki, crate::McpMetrics::unregistered())
+    }
+
+    /// A router over a small local fixture whose wiki is `wiki` of the
+    /// local one, its calls counted in `metrics`.
+    fn router_over(
+        dir: &std::path::Path,
+        direct: bool,
+        wiki: impl FnOnce(
+            std::sync::Arc<dyn acdm_sources::WikiSource>,
+        ) -> std::sync::Arc<dyn acdm_sources::WikiSource>,
+        metrics: crate::McpMetrics,
+    ) -> axum::Router {
         use acdm_sources::local::{LocalFileSearch, LocalFileStore, LocalWiki};
         let write = |path: &str, content: &str| {
             let file = dir.join(path);
@@ -281,15 +398,20 @@ mod tests {
             "files/Projects/Alpha/notes/kickoff.md",
             "# Kickoff\nfloor 5 first\n",
         );
+        std::fs::write(
+            dir.join("files/Projects/Alpha/notes/plan.bin"),
+            [0_u8, 1, 2, 0xff, b'"', b'\n'],
+        )
+        .unwrap();
         let files = LocalFileStore::open(dir.join("files")).unwrap();
         let sources = acdm_sources::Sources {
-            wiki: std::sync::Arc::new(
+            wiki: wiki(std::sync::Arc::new(
                 LocalWiki::open(
                     dir.join("wiki"),
                     acdm_sources::GitRef::parse("main").unwrap(),
                 )
                 .unwrap(),
-            ),
+            )),
             files: std::sync::Arc::new(files.clone()),
             search: std::sync::Arc::new(LocalFileSearch::new(files)),
         };
@@ -302,7 +424,7 @@ mod tests {
             linger: std::time::Duration::ZERO,
             limits: crate::ToolLimits::off(),
         };
-        crate::build(sources, settings, crate::McpMetrics::unregistered(), direct)
+        crate::build(sources, settings, metrics, direct)
     }
 
     /// A POST of `body` to `/mcp` with the plain headers, `extra`
@@ -391,6 +513,31 @@ mod tests {
                 call(
                     "6",
                     r#""name":"acdm_search_nextcloud","arguments":{"query":"kickoff","project_name":"Alpha"}"#,
+                ),
+                true,
+            ),
+            // Windows: cut short (next_offset), from an offset, binary.
+            (
+                &[],
+                call(
+                    "21",
+                    r#""name":"acdm_read_nextcloud_file","arguments":{"project_name":"Alpha","path":"/Projects/Alpha/notes/kickoff.md","max_bytes":5}"#,
+                ),
+                true,
+            ),
+            (
+                &[],
+                call(
+                    "22",
+                    r#""name":"acdm_read_wiki_file","arguments":{"path":"guides/weekly.md","ref":"main","offset":3,"max_bytes":4}"#,
+                ),
+                true,
+            ),
+            (
+                &[],
+                call(
+                    "23",
+                    r#""name":"acdm_read_nextcloud_file","arguments":{"project_name":"Alpha","path":"/Projects/Alpha/notes/plan.bin"}"#,
                 ),
                 true,
             ),
@@ -506,5 +653,151 @@ mod tests {
                 .contains("floor 5 first"),
             "{first}"
         );
+        // And the windows' cases are successes, each of its kind.
+        for (id, key, expected) in [
+            ("21", "next_offset", serde_json::json!(5)),
+            ("22", "content", serde_json::json!("eekl")),
+            ("23", "encoding", serde_json::json!("base64")),
+        ] {
+            let case = cases
+                .iter()
+                .find(|case| case.1.contains(&format!(r#""id":{id},"#)))
+                .unwrap();
+            let (_, _, answer) = send(&both, &[], &case.1).await;
+            let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+            assert_eq!(answer["result"]["isError"], false, "{answer}");
+            assert_eq!(
+                answer["result"]["structuredContent"][key], expected,
+                "{answer}"
+            );
+        }
+    }
+
+    /// A wiki whose searches wait, once they have begun (`begun`), for
+    /// `release` before the local wiki answers them, or panic.
+    struct Held {
+        wiki: std::sync::Arc<dyn acdm_sources::WikiSource>,
+        begun: std::sync::Arc<tokio::sync::Notify>,
+        release: std::sync::Arc<tokio::sync::Notify>,
+        panics: bool,
+    }
+
+    #[async_trait::async_trait]
+    impl acdm_sources::WikiSource for Held {
+        fn kind(&self) -> &'static str {
+            "held"
+        }
+
+        async fn check(&self) -> Result<(), acdm_sources::SourceError> {
+            Ok(())
+        }
+
+        async fn search(
+            &self,
+            query: &acdm_sources::WikiQuery,
+        ) -> Result<acdm_sources::WikiSearch, acdm_sources::SourceError> {
+            self.begun.notify_one();
+            self.release.notified().await;
+            assert!(!self.panics, "the held wiki panics, as asked");
+            self.wiki.search(query).await
+        }
+
+        async fn read(
+            &self,
+            path: &acdm_core::RelPath,
+            git_ref: Option<&acdm_sources::GitRef>,
+            range: acdm_sources::ReadRange,
+        ) -> Result<acdm_sources::WikiWindow, acdm_sources::SourceError> {
+            self.wiki.read(path, git_ref, range).await
+        }
+    }
+
+    /// A router whose wiki searches are [`Held`], with its metrics'
+    /// registry, and the search's `begun` and `release`.
+    fn held_router(
+        dir: &std::path::Path,
+        panics: bool,
+    ) -> (
+        axum::Router,
+        prometheus_client::registry::Registry,
+        std::sync::Arc<tokio::sync::Notify>,
+        std::sync::Arc<tokio::sync::Notify>,
+    ) {
+        let begun = std::sync::Arc::new(tokio::sync::Notify::new());
+        let release = std::sync::Arc::new(tokio::sync::Notify::new());
+        let mut registry = prometheus_client::registry::Registry::default();
+        let metrics = crate::McpMetrics::register(&mut registry);
+        let router = router_over(
+            dir,
+            true,
+            |wiki| {
+                std::sync::Arc::new(Held {
+                    wiki,
+                    begun: begun.clone(),
+                    release: release.clone(),
+                    panics,
+                })
+            },
+            metrics,
+        );
+        (router, registry, begun, release)
+    }
+
+    fn metrics_text(registry: &prometheus_client::registry::Registry) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+        text
+    }
+
+    const SEARCH: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"acdm_search_wiki","arguments":{"query":"weekly"}}}"#;
+
+    #[tokio::test]
+    async fn a_call_whose_caller_goes_away_still_finishes_and_is_counted() {
+        use tower::ServiceExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (router, registry, begun, release) = held_router(dir.path(), false);
+        let finished = r#"acdm_mcp_tool_calls_total{tool="acdm_search_wiki",outcome="ok"} 1"#;
+        {
+            let call = router.clone().oneshot(post(&[], SEARCH));
+            tokio::pin!(call);
+            tokio::select! {
+                answer = &mut call => panic!("answered while the wiki held it: {answer:?}"),
+                () = begun.notified() => {}
+            }
+            // The caller goes away with its call in the wiki.
+        }
+        assert!(!metrics_text(&registry).contains(finished));
+        release.notify_one();
+        let mut polls = 0;
+        while !metrics_text(&registry).contains(finished) {
+            polls += 1;
+            assert!(polls < 10_000, "{}", metrics_text(&registry));
+            tokio::task::yield_now().await;
+        }
+        // And the server answers the next call as before.
+        release.notify_one();
+        let (status, _, body) = send(&router, &[], SEARCH).await;
+        assert_eq!(status, 200);
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["id"], 7, "{body}");
+        assert_eq!(body["result"]["isError"], false, "{body}");
+    }
+
+    #[tokio::test]
+    async fn a_call_that_panics_is_answered_with_a_500_and_the_next_call_is_answered() {
+        let dir = tempfile::tempdir().unwrap();
+        let (router, _registry, _begun, release) = held_router(dir.path(), true);
+        release.notify_one();
+        let (status, _, body) = send(&router, &[], SEARCH).await;
+        assert_eq!(status, 500);
+        assert_eq!(
+            body,
+            "Internal Server Error: the tool call ended without an answer"
+        );
+        let read = r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"acdm_read_nextcloud_file","arguments":{"project_name":"Alpha","path":"/Projects/Alpha/notes/kickoff.md"}}}"#;
+        let (status, _, body) = send(&router, &[], read).await;
+        assert_eq!(status, 200);
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["result"]["isError"], false, "{body}");
     }
 }

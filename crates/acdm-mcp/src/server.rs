@@ -341,6 +341,18 @@ impl KnowledgeServer {
         request: CallToolRequestParams,
         parts: Option<&http::request::Parts>,
     ) -> Result<CallToolResponse, McpError> {
+        let outcome = self.answer(request, parts).await?;
+        Ok(result_of(outcome).into())
+    }
+
+    /// A call's outcome, before rmcp's result type: what the direct path
+    /// writes without it ([`crate::direct`]). `Err` for a tool that does
+    /// not exist (a JSON-RPC error, not a tool's failure).
+    pub(crate) async fn answer(
+        &self,
+        request: CallToolRequestParams,
+        parts: Option<&http::request::Parts>,
+    ) -> Result<Result<Success, Failure>, McpError> {
         let Some(name) = [SEARCH_WIKI, READ_WIKI, SEARCH_NEXTCLOUD, READ_NEXTCLOUD]
             .into_iter()
             .find(|n| *n == request.name)
@@ -387,7 +399,7 @@ impl KnowledgeServer {
             latency_ms = elapsed.as_secs_f64() * 1000.0,
         );
         span.in_scope(|| tracing::info!("tool call finished"));
-        Ok(result_of(outcome).into())
+        Ok(outcome)
     }
 
     async fn dispatch(
@@ -428,13 +440,16 @@ fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, Failure> {
     })
 }
 
-fn result_of(outcome: Result<Success, Failure>) -> CallToolResult {
+pub(crate) fn result_of(outcome: Result<Success, Failure>) -> CallToolResult {
     match outcome {
-        Ok(success) => {
-            let mut result = CallToolResult::success(vec![ContentBlock::text(success.text)]);
-            result.structured_content = Some(success.structured);
-            result
-        }
+        Ok(success) => match success.structured.into_value() {
+            Ok(structured) => {
+                let mut result = CallToolResult::success(vec![ContentBlock::text(success.text)]);
+                result.structured_content = Some(structured);
+                result
+            }
+            Err(_) => result_of(Err(tools::not_encoded())),
+        },
         Err(failure) => {
             let mut text = failure.message().to_owned();
             if let Some(action) = failure.suggested_action() {

@@ -205,7 +205,9 @@ pub(crate) struct SearchNextcloudOutput {
 }
 
 /// Output of the two read tools.
-#[derive(Debug, Serialize, JsonSchema)]
+// Serialized by hand (`Structured`): its keys sorted, as a `Value`'s.
+// (Not a doc comment: the doc is the schema's description.)
+#[derive(Debug, JsonSchema)]
 pub(crate) struct ReadOutput {
     /// The file read.
     path: String,
@@ -236,6 +238,45 @@ pub(crate) struct ReadOutput {
     content_type: Option<String>,
     /// The bytes, as text or base64.
     content: String,
+}
+
+impl Serialize for ReadOutput {
+    /// The fields in the order of their names, as a `serde_json::Value`
+    /// object keeps them; the absent ones skipped as the schema says.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let present = [
+            self.content_type.is_some(),
+            self.next_offset.is_some(),
+            self.project_name.is_some(),
+            self.git_ref.is_some(),
+            self.size.is_some(),
+        ];
+        let fields = 6 + present.iter().filter(|p| **p).count();
+        let mut out = serializer.serialize_struct("ReadOutput", fields)?;
+        out.serialize_field("content", &self.content)?;
+        if let Some(content_type) = &self.content_type {
+            out.serialize_field("content_type", content_type)?;
+        }
+        out.serialize_field("encoding", &self.encoding)?;
+        if let Some(next_offset) = self.next_offset {
+            out.serialize_field("next_offset", &next_offset)?;
+        }
+        out.serialize_field("offset", &self.offset)?;
+        out.serialize_field("path", &self.path)?;
+        if let Some(project_name) = &self.project_name {
+            out.serialize_field("project_name", project_name)?;
+        }
+        if let Some(git_ref) = &self.git_ref {
+            out.serialize_field("ref", git_ref)?;
+        }
+        out.serialize_field("returned_bytes", &self.returned_bytes)?;
+        if let Some(size) = self.size {
+            out.serialize_field("size", &size)?;
+        }
+        out.serialize_field("truncated", &self.truncated)?;
+        out.end()
+    }
 }
 
 /// How `content` is encoded, for the output schema (the renderer's
@@ -347,19 +388,66 @@ impl From<SourceError> for Failure {
 
 /// A successful call: structured content and its readable rendering.
 pub(crate) struct Success {
-    pub(crate) structured: serde_json::Value,
+    pub(crate) structured: Structured,
     pub(crate) text: String,
 }
 
+/// A successful call's structured content.
+///
+/// A file read's is kept as it is and written when the answer is, keys in
+/// the order of a `serde_json::Value`'s object (sorted), so that its bytes
+/// are the ones its `Value` writes; the direct path writes it without
+/// building that `Value` (a copy of the window and an allocation per
+/// key). The searches' are `Value`s.
+pub(crate) enum Structured {
+    /// A file read, the wiki's or Nextcloud's.
+    Read(ReadOutput),
+    /// Any other result.
+    Value(serde_json::Value),
+}
+
+impl Structured {
+    /// The structured content as a `Value`, for rmcp's result type.
+    pub(crate) fn into_value(self) -> Result<serde_json::Value, serde_json::Error> {
+        match self {
+            Self::Read(output) => serde_json::to_value(&output),
+            Self::Value(value) => Ok(value),
+        }
+    }
+}
+
+impl Serialize for Structured {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Read(output) => output.serialize(serializer),
+            Self::Value(value) => value.serialize(serializer),
+        }
+    }
+}
+
+/// The failure of a result that could not be encoded.
+pub(crate) fn not_encoded() -> Failure {
+    Failure::new(
+        ErrorCode::InternalError,
+        "the result could not be encoded",
+        "Retry once.",
+    )
+}
+
 fn success(value: &impl Serialize, text: String) -> Result<Success, Failure> {
-    let structured = serde_json::to_value(value).map_err(|_| {
-        Failure::new(
-            ErrorCode::InternalError,
-            "the result could not be encoded",
-            "Retry once.",
-        )
-    })?;
-    Ok(Success { structured, text })
+    let structured = serde_json::to_value(value).map_err(|_| not_encoded())?;
+    Ok(Success {
+        structured: Structured::Value(structured),
+        text,
+    })
+}
+
+/// A file read's success: its output kept as it is ([`Structured`]).
+fn read_success(output: ReadOutput, text: String) -> Result<Success, Failure> {
+    Ok(Success {
+        structured: Structured::Read(output),
+        text,
+    })
 }
 
 /// Limits on read windows.
@@ -756,7 +844,7 @@ impl Tools {
             &output,
             &format!("wiki file {} at {}", output.path, git_ref),
         );
-        success(&output, text)
+        read_success(output, text)
     }
 
     pub(crate) async fn search_nextcloud(
@@ -917,7 +1005,7 @@ impl Tools {
             content: rendered.content,
         };
         let text = read_text(&output, &output.path.clone());
-        success(&output, text)
+        read_success(output, text)
     }
 }
 
@@ -999,6 +1087,99 @@ pub(crate) fn log_query(arguments: Option<&serde_json::Map<String, serde_json::V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file read's structured content is written by hand
+    /// ([`Structured`]): its keys are its schema's properties (all of them
+    /// with every field present, the required ones with none), its values
+    /// the fields', in the order a `Value` writes them, so that the direct
+    /// path's bytes are rmcp's.
+    #[test]
+    fn a_reads_hand_written_output_is_its_schema_in_a_values_order() {
+        let schema = schemars::generate::SchemaSettings::draft2020_12()
+            .for_serialize()
+            .into_generator()
+            .into_root_schema_for::<ReadOutput>();
+        let schema = serde_json::to_value(schema).unwrap();
+        let mut properties: Vec<&str> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        properties.sort_unstable();
+        let mut required: Vec<&str> = schema["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|name| name.as_str().unwrap())
+            .collect();
+        required.sort_unstable();
+        let full = ReadOutput {
+            path: "guides/a \"b\".md".to_owned(),
+            git_ref: Some("main".to_owned()),
+            project_name: Some("Alpha".to_owned()),
+            size: Some(40),
+            offset: 4,
+            returned_bytes: 10,
+            truncated: true,
+            next_offset: Some(14),
+            encoding: Encoding::Text,
+            content_type: Some("text/markdown".to_owned()),
+            content: "line\n\tnext".to_owned(),
+        };
+        let bare = ReadOutput {
+            path: "x.bin".to_owned(),
+            git_ref: None,
+            project_name: None,
+            size: None,
+            offset: 0,
+            returned_bytes: 3,
+            truncated: false,
+            next_offset: None,
+            encoding: Encoding::Base64,
+            content_type: None,
+            content: "AAEC".to_owned(),
+        };
+        let cases = [
+            (
+                full,
+                &properties,
+                serde_json::json!({
+                    "content": "line\n\tnext", "content_type": "text/markdown",
+                    "encoding": "text", "next_offset": 14, "offset": 4,
+                    "path": "guides/a \"b\".md", "project_name": "Alpha", "ref": "main",
+                    "returned_bytes": 10, "size": 40, "truncated": true,
+                }),
+            ),
+            (
+                bare,
+                &required,
+                serde_json::json!({
+                    "content": "AAEC", "encoding": "base64", "offset": 0, "path": "x.bin",
+                    "returned_bytes": 3, "truncated": false,
+                }),
+            ),
+        ];
+        for (output, keys, expected) in cases {
+            let structured = Structured::Read(output);
+            let bytes = acdm_core::json::to_vec(&structured).unwrap();
+            let value: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(value, expected);
+            let written: Vec<&str> = value
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(&written, keys);
+            assert_eq!(
+                String::from_utf8(bytes).unwrap(),
+                serde_json::to_string(&value).unwrap(),
+                "the keys in a Value's order"
+            );
+            assert_eq!(structured.into_value().unwrap(), expected);
+        }
+    }
 
     /// What a log line shows of a query: the first 64 characters and an
     /// ellipsis when cut, with control characters replaced; [`clip`] keeps
