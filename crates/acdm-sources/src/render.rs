@@ -77,10 +77,11 @@ pub fn render(window: &Window, requested: u64) -> Rendered {
         truncated: more_in_file,
         next_offset: more_in_file.then(|| window.offset + bytes.len() as u64),
     };
-    if binary_type(window.content_type.as_deref()) || bytes.contains(&0) {
+    // Both scans by vector (SSE2/AVX2, NEON): a window is read whole.
+    if binary_type(window.content_type.as_deref()) || memchr::memchr(0, bytes).is_some() {
         return as_binary(bytes);
     }
-    let text = match std::str::from_utf8(bytes) {
+    let text = match simdutf8::compat::from_utf8(bytes) {
         Ok(text) => text,
         // A character cut by the end of the window: stop before it, and
         // continue from its first byte.
@@ -194,5 +195,63 @@ mod tests {
             10,
         );
         assert_eq!(r.encoding, Encoding::Text);
+    }
+
+    /// The vector scans (memchr, simdutf8) decide as std's byte-by-byte
+    /// `contains(&0)` and `from_utf8` do: every cut of a text of 1-, 2-,
+    /// 3- and 4-byte characters, longer than a vector, whole or with a NUL
+    /// or an invalid byte put at each place, with and without more of the
+    /// file after it.
+    #[test]
+    fn the_vector_scans_decide_as_the_byte_by_byte_ones() {
+        let reference = |bytes: &[u8], more: bool| -> (Encoding, usize) {
+            if bytes.contains(&0) {
+                return (Encoding::Base64, bytes.len());
+            }
+            match std::str::from_utf8(bytes) {
+                Ok(text) => (Encoding::Text, text.len()),
+                Err(e) if e.error_len().is_none() && more && e.valid_up_to() > 0 => {
+                    (Encoding::Text, e.valid_up_to())
+                }
+                Err(_) => (Encoding::Base64, bytes.len()),
+            }
+        };
+        let text = "plan: café ✓ 𝄞 done, then the 2nd floor — ok? ".repeat(3);
+        let text = text.as_bytes();
+        let mut checked = 0;
+        for end in 0..=text.len() {
+            let whole = text.get(..end).unwrap();
+            let mut variants = vec![whole.to_vec()];
+            for place in (0..end).step_by(7) {
+                for bad in [0_u8, 0xff, 0x80] {
+                    let mut spoiled = whole.to_vec();
+                    if let Some(byte) = spoiled.get_mut(place) {
+                        *byte = bad;
+                    }
+                    variants.push(spoiled);
+                }
+            }
+            for bytes in variants {
+                for more in [false, true] {
+                    let size = bytes.len() as u64 + u64::from(more);
+                    let window = Window {
+                        size: Some(size),
+                        etag: None,
+                        content_type: None,
+                        offset: 0,
+                        bytes: Bytes::from(bytes.clone()),
+                    };
+                    let rendered = render(&window, bytes.len() as u64);
+                    let (encoding, returned) = reference(&bytes, more);
+                    assert_eq!(
+                        (rendered.encoding, rendered.returned_bytes),
+                        (encoding, returned as u64),
+                        "{bytes:?}, more: {more}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
     }
 }
