@@ -57,6 +57,28 @@ fn log_here(log: &tracing::Dispatch) -> Option<tracing::dispatcher::DefaultGuard
     (none_here && !log.is::<NoSubscriber>()).then(|| tracing::dispatcher::set_default(log))
 }
 
+/// How far ahead each lane always has a timer set ([`keep_a_timer_set`]).
+const TIMER_HORIZON: Duration = Duration::from_secs(1);
+
+/// Keeps a timer set at most [`TIMER_HORIZON`] ahead on this thread's
+/// event loop, for ever.
+///
+/// tokio's time driver wakes its event loop — an 8-byte write to an
+/// eventfd, a system call, then a turn of the loop that finds nothing but
+/// that — whenever a timer is set sooner than the soonest it knew of when
+/// it last looked (and, knowing none, for every timer): it may be asleep
+/// until then. A request sets two, its deadline and its upstream
+/// attempt's, seconds ahead, and the soonest it knew of was often later
+/// (a connection's header timeout, 30 s): 0.17–0.27 of those writes per
+/// answer (`docs/performance.md`). With a timer of its own always sooner
+/// than a second ahead, a timer set further ahead never wakes the loop;
+/// this one costs a turn of the loop a second.
+async fn keep_a_timer_set() {
+    loop {
+        tokio::time::sleep(TIMER_HORIZON).await;
+    }
+}
+
 /// The connection threads, or none (connections run on the caller's
 /// runtime).
 #[derive(Debug)]
@@ -123,7 +145,10 @@ impl Lanes {
                 .spawn(move || {
                     let _log = log_here(&log);
                     runtime.block_on(async {
-                        let _ = stopped.await;
+                        tokio::select! {
+                            _ = stopped => {}
+                            () = keep_a_timer_set() => {}
+                        }
                     });
                     // Tasks still there (none once the connections
                     // drained) are dropped.
