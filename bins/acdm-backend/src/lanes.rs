@@ -71,8 +71,9 @@ const TIMER_HORIZON: Duration = Duration::from_secs(1);
 /// attempt's, seconds ahead, and the soonest it knew of was often later
 /// (a connection's header timeout, 30 s): 0.17–0.27 of those writes per
 /// answer (`docs/performance.md`). With a timer of its own always sooner
-/// than a second ahead, a timer set further ahead never wakes the loop;
-/// this one costs a turn of the loop a second.
+/// than a second ahead, a timer set further ahead never wakes the loop.
+/// This one costs, a second, the turn of the loop it fires in and one
+/// such write: set again once it has fired, it is sooner than any left.
 async fn keep_a_timer_set() {
     loop {
         tokio::time::sleep(TIMER_HORIZON).await;

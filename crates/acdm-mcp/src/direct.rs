@@ -8,9 +8,11 @@
 //! A *plain* `tools/call` is answered here instead, by the same handler
 //! ([`KnowledgeServer::call`], in the caller's task, moved to a task of
 //! its own only if the caller goes away first, so that such a call still
-//! finishes with its metrics and log line, as rmcp's does) and written
-//! through rmcp's own message types, so the answer is rmcp's byte for
-//! byte.
+//! finishes with its metrics and log line, as rmcp's does) and written as
+//! rmcp writes it: a success from the tool's own output ([`Answered`], a
+//! file read's structured content without a `serde_json::Value`), a
+//! failure or an error through rmcp's message types — the answer is
+//! rmcp's byte for byte.
 //!
 //! "Plain" is narrow on purpose — every check rmcp makes on the way to its
 //! handler would pass, and none of its per-request features is asked for:
@@ -214,7 +216,8 @@ impl<T: Send + 'static> Future for Finish<T> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let Some(call) = self.call.as_mut() else {
-            // Polled again after its answer: it has no other.
+            // Polled again after its answer, which `.await` never does:
+            // there is no other answer to give.
             return Poll::Ready(Err(Panicked));
         };
         let polled = std::panic::catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx)));
@@ -236,12 +239,17 @@ impl<T: Send + 'static> Drop for Finish<T> {
     fn drop(&mut self) {
         // Unfinished: the rest runs in a task of its own (a runtime that is
         // shutting down drops it, as it drops every task).
-        if let Some(call) = self.call.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn(async move {
-                let _unheard = call.await;
-            });
+        let Some(call) = self.call.take() else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    let _unheard = call.await;
+                });
+            }
+            // Dropped outside any runtime: nothing can run the rest.
+            Err(_) => tracing::debug!("a tool call left unfinished outside a runtime"),
         }
     }
 }

@@ -77,7 +77,9 @@ pub fn render(window: &Window, requested: u64) -> Rendered {
         truncated: more_in_file,
         next_offset: more_in_file.then(|| window.offset + bytes.len() as u64),
     };
-    // Both scans by vector (SSE2/AVX2, NEON): a window is read whole.
+    // Both scans by vector, chosen at run time (memchr: SSE2 or AVX2;
+    // simdutf8: SSE4.2 or AVX2, else std's; NEON on ARM): a window is
+    // read whole.
     if binary_type(window.content_type.as_deref()) || memchr::memchr(0, bytes).is_some() {
         return as_binary(bytes);
     }
@@ -86,7 +88,7 @@ pub fn render(window: &Window, requested: u64) -> Rendered {
         // A character cut by the end of the window: stop before it, and
         // continue from its first byte.
         Err(e) if e.error_len().is_none() && more_in_file && e.valid_up_to() > 0 => {
-            std::str::from_utf8(bytes.get(..e.valid_up_to()).unwrap_or_default())
+            simdutf8::basic::from_utf8(bytes.get(..e.valid_up_to()).unwrap_or_default())
                 .unwrap_or_default()
         }
         Err(_) => return as_binary(bytes),
