@@ -6,7 +6,7 @@
 //! and running the request through its JSON-RPC model: in the HTTP bench
 //! that was a sixth to a fifth of a tool call's instructions (callgrind).
 //! A *plain* `tools/call` is answered here instead, by the same handler
-//! ([`KnowledgeServer::call`], in the caller's task, moved to a task of
+//! ([`KnowledgeServer::answer`], in the caller's task, moved to a task of
 //! its own only if the caller goes away first, so that such a call still
 //! finishes with its metrics and log line, as rmcp's does) and written as
 //! rmcp writes it: a success from the tool's own output ([`Answered`], a
@@ -195,8 +195,8 @@ struct TextBlock<'a> {
 /// lost with the caller.
 ///
 /// rmcp runs every call in a task of its own for this; a task per call
-/// costs a spawn, a wake across tasks and, on an idle worker, a thread
-/// woken to steal it. A call that panics ends the future with
+/// costs a spawn, a task cell and a wake across tasks (and, on a
+/// work-stealing runtime with an idle worker, a thread woken to steal it). A call that panics ends the future with
 /// [`Panicked`], as a task's `JoinError` did.
 struct Finish<T: Send + 'static> {
     call: Option<Pin<Box<dyn Future<Output = T> + Send>>>,

@@ -519,7 +519,7 @@ mod tests {
         let size = future_size(KnowledgeServer::answer).max(future_size(KnowledgeServer::call));
         assert!(
             size <= 1536,
-            "KnowledgeServer::call's future is {size} bytes"
+            "the larger of KnowledgeServer::answer's and call's futures is {size} bytes"
         );
     }
 
