@@ -29,7 +29,7 @@ use acdm_journal::{Change, Journal, JournalError, Record};
 use acdm_sources::{FileReader, SourceError};
 use acdm_store::{CalendarItem, Page, Store};
 use axum::Router;
-use axum::extract::{FromRequest, Path, Request, State};
+use axum::extract::{FromRequest, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use base64::Engine;
@@ -40,8 +40,8 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::envelope::{Envelope, Failure};
-use crate::extract::{StrictJson, invalid_field};
-use crate::pipeline::Caller;
+use crate::extract::{StrictJson, invalid_field, route_op};
+use crate::pipeline::{Behind, Caller, PipelineState};
 use crate::switch::KillSwitch;
 
 /// What a dry-run `delete_meeting` suggests.
@@ -73,10 +73,10 @@ impl BusinessState {
 
 /// The business routes (the agent pipeline is put in front by
 /// [`crate::agent_tools`]).
-pub(crate) fn routes(state: BusinessState) -> Router {
+pub(crate) fn routes(state: BusinessState, pipeline: PipelineState) -> Router {
     Router::new()
         .route("/agent-tools/business/{op}", post(dispatch))
-        .with_state(state)
+        .with_state(Behind::new(state, pipeline))
 }
 
 type Reply = Result<Response, Failure>;
@@ -99,11 +99,22 @@ struct Ctx {
 }
 
 pub(crate) async fn dispatch(
-    State(state): State<BusinessState>,
-    Path(op): Path<String>,
-    caller: Caller,
+    State(behind): State<Arc<Behind<BusinessState>>>,
     req: Request,
 ) -> Response {
+    behind
+        .run(req, |caller, req| {
+            answer(behind.family.clone(), caller, req)
+        })
+        .await
+}
+
+/// One call, once the pipeline admitted its caller.
+async fn answer(state: BusinessState, caller: Caller, req: Request) -> Response {
+    let (op, req) = match route_op(req).await {
+        Ok(found) => found,
+        Err(rejection) => return rejection,
+    };
     let op = match op.parse::<BusinessOp>() {
         Ok(op) => op,
         Err(unknown) => {

@@ -4,8 +4,9 @@
 //! JSON is a `validation_error` too, sent as HTTP 415.
 
 use acdm_core::ErrorCode;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -245,6 +246,18 @@ pub fn path_param<T, E: std::fmt::Display>(
     parse: impl FnOnce(&str) -> Result<T, E>,
 ) -> Result<T, Failure> {
     parse(raw).map_err(|e| invalid_field(name, e.to_string()))
+}
+
+/// The operation a route's one parameter (`{op}`) names, as the router
+/// decoded it, with the request; or axum's rejection when it cannot be
+/// read (not UTF-8 once decoded). Read by the handler after the agent
+/// pipeline has admitted the call, as an extractor before it was.
+pub(crate) async fn route_op(req: Request) -> Result<(String, Request), Response> {
+    let (mut parts, body) = req.into_parts();
+    match Path::<String>::from_request_parts(&mut parts, &()).await {
+        Ok(Path(op)) => Ok((op, Request::from_parts(parts, body))),
+        Err(rejection) => Err(rejection.into_response()),
+    }
 }
 
 #[cfg(test)]

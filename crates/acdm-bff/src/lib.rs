@@ -4,9 +4,9 @@
 //!   the one mapping of lower-layer errors to codes;
 //! - [`extract`]: strict JSON bodies and path parameters that fail with a
 //!   `validation_error` naming the field;
-//! - [`pipeline`]: identity headers → scope resolution, in front of every
-//!   `/agent-tools` route; the caller (and so the via_agent actor) as a
-//!   request extension;
+//! - [`pipeline`]: identity headers → scope resolution → rate limits →
+//!   role, run first by every `/agent-tools` handler, which it gives the
+//!   caller (and so the via_agent actor);
 //! - [`nc`]: the seven file primitives at `/agent-tools/nc/{op}`, writing
 //!   through the journal (`acdm-journal`) with the caller's actor;
 //! - [`business`]: the fourteen business operations at
@@ -38,55 +38,42 @@ pub mod switch;
 
 use axum::Router;
 
-/// Every `/agent-tools` route behind the agent pipeline (identity, scope)
-/// and the request-id scope of its failures. The service gate runs before
-/// it, in the binary.
+/// Every `/agent-tools` route, each handler running the agent pipeline
+/// (identity, scope, rate limits, role) and the request-id scope of its
+/// failures before anything else ([`pipeline::Behind::run`]). The service
+/// gate runs before it, in the binary.
 pub fn agent_tools(
     nc: nc::NcState,
     business: business::BusinessState,
     project: project::ProjectState,
     pipeline: pipeline::PipelineState,
 ) -> Router {
-    nc::routes(nc)
-        .merge(business::routes(business))
-        .merge(project::routes(project))
-        .route_layer(axum::middleware::from_fn_with_state(
-            pipeline,
-            pipeline::agent_pipeline,
-        ))
+    nc::routes(nc, pipeline.clone())
+        .merge(business::routes(business, pipeline.clone()))
+        .merge(project::routes(project, pipeline))
 }
 
 #[cfg(test)]
 mod tests {
     /// The size of the future `handler` returns, without calling it.
-    fn size_3<A, B, C, F>(_handler: fn(A, B, C) -> F) -> usize {
+    fn size_2<A, B, F>(_handler: fn(A, B) -> F) -> usize {
         std::mem::size_of::<F>()
     }
 
-    /// The size of the future `handler` returns, without calling it.
-    fn size_4<A, B, C, D, F>(_handler: fn(A, B, C, D) -> F) -> usize {
-        std::mem::size_of::<F>()
-    }
-
-    /// axum moves a handler's and a middleware's future whole into a box
-    /// on every call: a read must not pay for copying a write's future
-    /// (its journal, its store calls), nor the pipeline's future hold its
-    /// inner one twice.
+    /// axum moves a handler's future whole into a box on every call, and
+    /// the pipeline's future is part of it: a read must not pay for
+    /// copying a write's future (its journal, its store calls).
     #[test]
     fn the_handlers_and_the_pipelines_futures_stay_small() {
         for (what, size, most) in [
-            ("nc::dispatch", size_4(crate::nc::dispatch), 1024),
+            ("nc::dispatch", size_2(crate::nc::dispatch), 2048),
             (
                 "business::dispatch",
-                size_4(crate::business::dispatch),
-                2048,
-            ),
-            (
-                "pipeline::agent_pipeline",
-                size_3(crate::pipeline::agent_pipeline),
-                2048,
+                size_2(crate::business::dispatch),
+                3072,
             ),
         ] {
+            eprintln!("{what}: {size} bytes");
             assert!(size <= most, "{what}'s future is {size} bytes");
         }
     }

@@ -22,7 +22,7 @@ use acdm_sources::render::{past_the_end, render};
 use acdm_sources::{ETag, Entry, FileReader, FileSearch, ReadRange, SourceError};
 use acdm_store::Store;
 use axum::Router;
-use axum::extract::{FromRequest, Path, Request, State};
+use axum::extract::{FromRequest, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use base64::Engine;
@@ -32,8 +32,8 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::envelope::{Envelope, Failure};
-use crate::extract::{StrictJson, invalid_field};
-use crate::pipeline::Caller;
+use crate::extract::{StrictJson, invalid_field, route_op};
+use crate::pipeline::{Behind, Caller, PipelineState};
 use crate::switch::KillSwitch;
 
 /// What a dry-run `delete` suggests: the same call with `dry_run: false`.
@@ -104,12 +104,11 @@ impl NcState {
     }
 }
 
-/// The nc routes (without the agent pipeline, which [`crate::agent_tools`]
-/// puts in front of every `/agent-tools` route).
-pub(crate) fn routes(state: NcState) -> Router {
+/// The nc routes, each call through the agent pipeline first.
+pub(crate) fn routes(state: NcState, pipeline: PipelineState) -> Router {
     Router::new()
         .route("/agent-tools/nc/{op}", post(dispatch))
-        .with_state(state)
+        .with_state(Behind::new(state, pipeline))
 }
 
 /// One call: the state, the caller and the actor its writes record.
@@ -125,12 +124,18 @@ fn ok<T: Serialize>(data: T, message: impl Into<String>) -> Reply {
     Ok(Envelope(ToolResponse::ok(data, message)).into_response())
 }
 
-pub(crate) async fn dispatch(
-    State(state): State<NcState>,
-    Path(op): Path<String>,
-    caller: Caller,
-    req: Request,
-) -> Response {
+pub(crate) async fn dispatch(State(behind): State<Arc<Behind<NcState>>>, req: Request) -> Response {
+    behind
+        .run(req, |caller, req| answer(&behind.family, caller, req))
+        .await
+}
+
+/// One call, once the pipeline admitted its caller.
+async fn answer(state: &NcState, caller: Caller, req: Request) -> Response {
+    let (op, req) = match route_op(req).await {
+        Ok(found) => found,
+        Err(rejection) => return rejection,
+    };
     let op = match op.parse::<NcOp>() {
         Ok(op) => op,
         Err(unknown) => {
@@ -146,7 +151,7 @@ pub(crate) async fn dispatch(
         return refused.into_response();
     }
     let ctx = Ctx {
-        state: state.0,
+        state: state.0.clone(),
         actor: caller.actor(),
         caller,
     };

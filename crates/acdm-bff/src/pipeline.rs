@@ -1,7 +1,7 @@
 //! The pipeline every `/agent-tools` request goes through after the service
 //! gate (spec §6): identity headers → scope resolution (agent → project) →
 //! rate limits (the agent's calls, and its writes) → the acting user's role
-//! → handler, with the [`Caller`] as a request extension.
+//! → handler, which is given the [`Caller`] ([`Behind::run`]).
 //!
 //! The via_agent actor comes from the caller's identity ([`Caller::actor`])
 //! and every journalled write takes it as an argument, so a write without
@@ -20,9 +20,8 @@ use acdm_core::nc::NcOp;
 use acdm_core::project::ProjectOp;
 use acdm_core::scope::Scope;
 use acdm_core::{ErrorCode, Identity, IdentityError, ScopeResolver, headers};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
@@ -126,8 +125,8 @@ fn writes(path: &str) -> bool {
             .any(|op| op.writes() && op.path() == path)
 }
 
-/// What the pipeline learnt about the caller, for handlers (a request
-/// extension, set only after the project was resolved).
+/// What the pipeline learnt about the caller, for handlers (given to them
+/// only once the project was resolved).
 #[derive(Debug, Clone)]
 pub struct Caller {
     /// Who is calling.
@@ -184,26 +183,6 @@ impl Caller {
     }
 }
 
-/// A handler takes the [`Caller`] the pipeline stored, moving it out of
-/// the request rather than cloning it.
-impl<S: Sync> axum::extract::FromRequestParts<S> for Caller {
-    type Rejection = Response;
-
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        _state: &S,
-    ) -> Result<Self, Response> {
-        parts.extensions.remove::<Caller>().ok_or_else(|| {
-            tracing::error!("a handler behind the agent pipeline found no caller");
-            Failure::new(
-                ErrorCode::InternalError,
-                crate::envelope::internal_message(),
-            )
-            .into_response()
-        })
-    }
-}
-
 #[derive(Serialize)]
 struct MissingHeaders {
     missing: Vec<&'static str>,
@@ -250,19 +229,46 @@ pub fn identity_from(headers: &HeaderMap) -> Result<Identity, Failure> {
     })
 }
 
-/// The middleware: identity, actor, scope, under the request's id for
-/// `internal_error` messages ([`crate::envelope::request_scope`]). Fills
-/// the request span's `agent`, `user`, `thread` and `project`.
-pub async fn agent_pipeline(
-    State(state): State<PipelineState>,
-    req: Request,
-    next: Next,
-) -> Response {
-    let id = req.extensions().get::<acdm_core::RequestId>().cloned();
-    crate::envelope::in_request_scope(id, admit(state, req, next)).await
+/// The family's state and the pipeline's, shared: a request's copy is one
+/// reference count.
+pub(crate) struct Behind<S> {
+    /// The family's own state.
+    pub(crate) family: S,
+    pipeline: PipelineState,
 }
 
-async fn admit(state: PipelineState, mut req: Request, next: Next) -> Response {
+impl<S> Behind<S> {
+    /// `family` behind `pipeline`.
+    pub(crate) fn new(family: S, pipeline: PipelineState) -> Arc<Self> {
+        Arc::new(Self { family, pipeline })
+    }
+
+    /// Runs the pipeline on `req` — identity, scope, rate limits, role —
+    /// and then `handler` with the caller it learnt, under the request's
+    /// id for `internal_error` messages
+    /// ([`crate::envelope::request_scope`]); or answers the pipeline's
+    /// refusal. Fills the request span's `agent`, `user`, `thread` and
+    /// `project`.
+    ///
+    /// Called by each family's handler first, before it reads anything of
+    /// the request: in a `from_fn` layer, the pipeline cloned the boxed
+    /// route it wraps and boxed a future on every call
+    /// (`docs/performance.md`, "The hot routes without their layers").
+    pub(crate) fn run<H, F>(&self, req: Request, handler: H) -> impl Future<Output = Response>
+    where
+        H: FnOnce(Caller, Request) -> F,
+        F: Future<Output = Response>,
+    {
+        let id = req.extensions().get::<acdm_core::RequestId>().cloned();
+        crate::envelope::in_request_scope(id, admit(&self.pipeline, req, handler))
+    }
+}
+
+async fn admit<H, F>(state: &PipelineState, req: Request, handler: H) -> Response
+where
+    H: FnOnce(Caller, Request) -> F,
+    F: Future<Output = Response>,
+{
     let identity = match identity_from(req.headers()) {
         Ok(identity) => identity,
         Err(failure) => return failure.into_response(),
@@ -305,12 +311,12 @@ async fn admit(state: PipelineState, mut req: Request, next: Next) -> Response {
         None if !state.require_membership => Some(MemberRole::Member),
         None => None,
     };
-    req.extensions_mut().insert(Caller {
+    let caller = Caller {
         identity,
         scope,
         role,
-    });
-    next.run(req).await
+    };
+    handler(caller, req).await
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ use serde_json::json;
 
 use crate::envelope::{Envelope, Failure};
 use crate::extract::{StrictJson, invalid_field};
-use crate::pipeline::Caller;
+use crate::pipeline::{Behind, Caller, PipelineState};
 use crate::switch::KillSwitch;
 
 /// The longest a kept overview is reused (see the module docs).
@@ -130,24 +130,31 @@ impl Snapshot {
     }
 }
 
-/// The project routes, one per operation at its own path (the agent
-/// pipeline is put in front by [`crate::agent_tools`]). Each path answers
-/// its own method; another is a `validation_error` naming the right one.
-pub(crate) fn routes(state: ProjectState) -> Router {
+/// The project routes, one per operation at its own path, each call
+/// through the agent pipeline first. Each path answers its own method;
+/// another is a `method_not_allowed` naming the right one.
+pub(crate) fn routes(state: ProjectState, pipeline: PipelineState) -> Router {
     ProjectOp::ALL
         .iter()
         .fold(Router::new(), |router, op| {
             router.route(&format!("/{}", op.path()), endpoint(*op))
         })
-        .with_state(state)
+        .with_state(Behind::new(state, pipeline))
 }
 
-fn endpoint(op: ProjectOp) -> MethodRouter<ProjectState> {
+fn endpoint(op: ProjectOp) -> MethodRouter<Arc<Behind<ProjectState>>> {
     any(
-        move |State(state): State<ProjectState>, caller: Caller, req: Request| async move {
-            dispatch(state, op, caller, req)
+        move |State(behind): State<Arc<Behind<ProjectState>>>, req: Request| async move {
+            behind
+                .run(req, |caller, req| {
+                    let state = behind.family.clone();
+                    async move {
+                        dispatch(state, op, caller, req)
+                            .await
+                            .unwrap_or_else(IntoResponse::into_response)
+                    }
+                })
                 .await
-                .unwrap_or_else(IntoResponse::into_response)
         },
     )
 }

@@ -21,8 +21,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::Response;
 use http::Method;
 use tokio::sync::Notify;
@@ -101,25 +100,31 @@ impl InFlight {
     }
 }
 
-/// The middleware that counts `POST` requests until their body is sent.
-pub(crate) async fn count(
-    State(in_flight): State<InFlight>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if request.method() != Method::POST {
-        return next.run(request).await;
+impl InFlight {
+    /// Answers `request` with `answer`, counting it, when it is a `POST`,
+    /// until its response body has been sent or dropped.
+    pub(crate) async fn counting<F>(
+        &self,
+        request: Request,
+        answer: impl FnOnce(Request) -> F,
+    ) -> Response
+    where
+        F: Future<Output = Response>,
+    {
+        if request.method() != Method::POST {
+            return answer(request).await;
+        }
+        let guard = self.enter();
+        let response = answer(request).await;
+        let (parts, body) = response.into_parts();
+        Response::from_parts(
+            parts,
+            Body::new(Counted {
+                body,
+                _guard: guard,
+            }),
+        )
     }
-    let guard = in_flight.enter();
-    let response = next.run(request).await;
-    let (parts, body) = response.into_parts();
-    Response::from_parts(
-        parts,
-        Body::new(Counted {
-            body,
-            _guard: guard,
-        }),
-    )
 }
 
 /// A response body that holds its request's place in the count until it

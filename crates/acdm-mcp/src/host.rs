@@ -20,10 +20,9 @@ use std::sync::Arc;
 
 use acdm_core::{ErrorCode, ToolResponse};
 use axum::Json;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::uri::Authority;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 /// One allowed host, normalised.
@@ -112,18 +111,13 @@ fn normalise(host: &str) -> String {
 }
 
 /// The middleware in front of the MCP service.
-pub(crate) async fn check_host(
-    State(allowed): State<AllowedHosts>,
-    req: Request,
-    next: Next,
-) -> Response {
-    match allowed.check(req.uri(), req.headers()) {
-        Ok(()) => next.run(req).await,
-        Err(problem) => {
-            tracing::warn!(%problem, "refused an MCP request for a host not allowed (possible DNS rebinding)");
-            refusal(&problem)
-        }
-    }
+/// The refusal of a request for a host not allowed, or `None`: the check
+/// `serve` makes before anything else on `/mcp`.
+pub(crate) fn refusal_for(allowed: &AllowedHosts, req: &Request) -> Option<Response> {
+    allowed.check(req.uri(), req.headers()).err().map(|problem| {
+        tracing::warn!(%problem, "refused an MCP request for a host not allowed (possible DNS rebinding)");
+        refusal(&problem)
+    })
 }
 
 fn refusal(problem: &str) -> Response {

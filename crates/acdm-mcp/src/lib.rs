@@ -113,44 +113,56 @@ fn build(sources: Sources, settings: McpSettings, metrics: McpMetrics, direct: b
     );
     // Shared: a request's copy of the state is one reference count, not a
     // clone of rmcp's service and its configuration.
-    let endpoint = Arc::new(Endpoint { rmcp, direct });
+    let endpoint = Arc::new(Endpoint {
+        rmcp,
+        direct,
+        host_check,
+        in_flight,
+    });
     // Exactly `/mcp` and `/mcp/`: rmcp ignores the path, so a catch-all
     // would also serve `/mcp/mcp` and any other spelling. The host check
     // covers these two routes only; probes answer under any name.
     Router::new()
         .route("/mcp", any(serve).with_state(endpoint.clone()))
         .route("/mcp/", any(serve).with_state(endpoint))
-        .route_layer(axum::middleware::from_fn_with_state(
-            in_flight,
-            drain::count,
-        ))
-        .route_layer(axum::middleware::from_fn_with_state(
-            host_check,
-            host::check_host,
-        ))
         .route("/mcp/health", get(health_handler).with_state(health))
 }
 
 /// `/mcp`: rmcp's service, with plain stateless tool calls answered
-/// directly (`direct.rs`) when sessions are off.
+/// directly (`direct.rs`) when sessions are off, behind the host check
+/// and the drain's count.
 struct Endpoint {
     rmcp: StreamableHttpService<KnowledgeServer, LocalSessionManager>,
     direct: Option<Arc<KnowledgeServer>>,
+    host_check: host::AllowedHosts,
+    in_flight: drain::InFlight,
 }
 
+/// The host check, then the drain's count of the call, then the answer.
+/// Checked and counted here, not by two `from_fn` layers: each of those
+/// cloned the boxed route it wraps and boxed a future on every call
+/// (`docs/performance.md`, "The hot routes without their layers").
 async fn serve(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
-    let request = match &endpoint.direct {
-        Some(server) => match direct::answer(server, request).await {
-            Ok(response) => return response,
-            Err(request) => request,
-        },
-        None => request,
-    };
+    if let Some(refused) = host::refusal_for(&endpoint.host_check, &request) {
+        return refused;
+    }
     endpoint
-        .rmcp
-        .handle(request)
+        .in_flight
+        .counting(request, |request| endpoint.answer(request))
         .await
-        .map(axum::body::Body::new)
+}
+
+impl Endpoint {
+    async fn answer(&self, request: Request) -> Response {
+        let request = match &self.direct {
+            Some(server) => match direct::answer(server, request).await {
+                Ok(response) => return response,
+                Err(request) => request,
+            },
+            None => request,
+        };
+        self.rmcp.handle(request).await.map(axum::body::Body::new)
+    }
 }
 
 async fn health_handler(State(health): State<Arc<McpHealth>>) -> Response {
