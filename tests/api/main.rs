@@ -29,6 +29,7 @@ mod mcp;
 mod nc;
 mod nc_scope;
 mod openapi;
+mod pipeline;
 mod operator;
 mod project;
 mod replicas;

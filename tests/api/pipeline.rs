@@ -1,0 +1,77 @@
+//! No `/agent-tools` operation runs before the agent pipeline: every
+//! operation of the three families, at its own method, under its plain
+//! path, a percent-encoded spelling of it and an unknown name, is refused
+//! for missing identity headers, and for an agent that manages no project,
+//! before anything of the call is read. The pipeline is run by each
+//! family's handler first (`pipeline::Behind::run`), not by a layer a
+//! route could be left out of: this holds every route to it.
+
+use acdm_core::business::wire::BusinessOp;
+use acdm_core::nc::NcOp;
+use acdm_core::project::ProjectOp;
+
+use crate::helpers::{Options, Req, TOKEN, spawn_app};
+
+/// `(method, path)` of every operation, plus spellings the router also
+/// matches: a percent-encoded operation name, an unknown one.
+fn every_operation() -> Vec<(&'static str, String)> {
+    let mut calls: Vec<(&'static str, String)> = NcOp::ALL
+        .iter()
+        .map(|op| (op.method(), format!("/{}", op.path())))
+        .chain(
+            BusinessOp::ALL
+                .iter()
+                .map(|op| (op.method(), format!("/{}", op.path()))),
+        )
+        .chain(
+            ProjectOp::ALL
+                .iter()
+                .map(|op| (op.method(), format!("/{}", op.path()))),
+        )
+        .collect();
+    calls.extend([
+        ("POST", "/agent-tools/nc/%72ead".to_owned()),
+        ("POST", "/agent-tools/nc/frobnicate".to_owned()),
+        ("POST", "/agent-tools/business/%6cist_meetings".to_owned()),
+        ("POST", "/agent-tools/business/frobnicate".to_owned()),
+    ]);
+    calls
+}
+
+#[tokio::test]
+async fn every_agent_tools_route_runs_the_pipeline_before_the_operation() {
+    let app = spawn_app(Options::default()).await;
+    // Not valid for any operation: a call that got past the pipeline would
+    // be refused for its body instead.
+    let body = r#"{"not a field": true}"#;
+    for (method, path) in every_operation() {
+        let no_identity = [("X-ACDM-Service-Auth", TOKEN)];
+        let response = app
+            .send(Req::new(method, &path).headers(&no_identity).json(body))
+            .await;
+        let envelope = response.json();
+        assert_eq!(
+            (response.status, envelope["code"].as_str()),
+            (401, Some("missing_identity_headers")),
+            "{method} {path}: {}",
+            response.body
+        );
+        let unprovisioned = [
+            ("X-ACDM-Service-Auth", TOKEN),
+            ("X-ACDM-User-Id", "u-1"),
+            ("X-ACDM-Agent-Name", "project-nowhere"),
+            ("X-ACDM-Thread-Id", "t-1"),
+        ];
+        let response = app
+            .send(Req::new(method, &path).headers(&unprovisioned).json(body))
+            .await;
+        let envelope = response.json();
+        assert_eq!(
+            (response.status, envelope["code"].as_str()),
+            (403, Some("scope_violation")),
+            "{method} {path}: {}",
+            response.body
+        );
+    }
+    app.stop().await;
+}
