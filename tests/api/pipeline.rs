@@ -44,34 +44,29 @@ async fn every_agent_tools_route_runs_the_pipeline_before_the_operation() {
     // Not valid for any operation: a call that got past the pipeline would
     // be refused for its body instead.
     let body = r#"{"not a field": true}"#;
+    let no_identity: &[(&str, &str)] = &[("X-ACDM-Service-Auth", TOKEN)];
+    let unprovisioned: &[(&str, &str)] = &[
+        ("X-ACDM-Service-Auth", TOKEN),
+        ("X-ACDM-User-Id", "u-1"),
+        ("X-ACDM-Agent-Name", "project-nowhere"),
+        ("X-ACDM-Thread-Id", "t-1"),
+    ];
+    let refusals = [
+        (no_identity, 401, "missing_identity_headers"),
+        (unprovisioned, 403, "scope_violation"),
+    ];
     for (method, path) in every_operation() {
-        let no_identity = [("X-ACDM-Service-Auth", TOKEN)];
-        let response = app
-            .send(Req::new(method, &path).headers(&no_identity).json(body))
-            .await;
-        let envelope = response.json();
-        assert_eq!(
-            (response.status, envelope["code"].as_str()),
-            (401, Some("missing_identity_headers")),
-            "{method} {path}: {}",
-            response.body
-        );
-        let unprovisioned = [
-            ("X-ACDM-Service-Auth", TOKEN),
-            ("X-ACDM-User-Id", "u-1"),
-            ("X-ACDM-Agent-Name", "project-nowhere"),
-            ("X-ACDM-Thread-Id", "t-1"),
-        ];
-        let response = app
-            .send(Req::new(method, &path).headers(&unprovisioned).json(body))
-            .await;
-        let envelope = response.json();
-        assert_eq!(
-            (response.status, envelope["code"].as_str()),
-            (403, Some("scope_violation")),
-            "{method} {path}: {}",
-            response.body
-        );
+        for (headers, status, code) in refusals {
+            let response = app
+                .send(Req::new(method, &path).headers(headers).json(body))
+                .await;
+            assert_eq!(
+                (response.status, response.json()["code"].as_str()),
+                (status, Some(code)),
+                "{method} {path}: {}",
+                response.body
+            );
+        }
     }
     app.stop().await;
 }
