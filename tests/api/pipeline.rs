@@ -3,8 +3,8 @@
 //! path, a percent-encoded spelling of it and an unknown name, is refused
 //! for missing identity headers, and for an agent that manages no project,
 //! before anything of the call is read. The pipeline is run by each
-//! family's handler first (`pipeline::Behind::run`), not by a layer a
-//! route could be left out of: this holds every route to it.
+//! family's handler first (`pipeline::Behind::run`), not by a layer over
+//! the routes: this holds every operation of the three tables to it.
 
 use acdm_core::business::wire::BusinessOp;
 use acdm_core::nc::NcOp;
@@ -68,5 +68,53 @@ async fn every_agent_tools_route_runs_the_pipeline_before_the_operation() {
             );
         }
     }
+    app.stop().await;
+}
+
+/// The router decodes an operation's name before the handler acts on it,
+/// so `nc/%77rite` writes: it is counted on the writes' budget like
+/// `nc/write`, not on the calls' budget alone.
+#[tokio::test]
+async fn a_percent_encoded_write_is_counted_as_a_write() {
+    let app = spawn_app(Options {
+        extra_env: vec![
+            // One write, then one every 10 s: no time a slow machine takes
+            // refills the bucket within the test.
+            ("ACDM_BFF_WRITE_RATE_PER_MINUTE", "6".to_owned()),
+            ("ACDM_BFF_WRITE_RATE_BURST", "1".to_owned()),
+        ],
+        ..Options::default()
+    })
+    .await;
+    let agent = crate::admin::alpha_with_writes(&app, 1).await;
+    for path in [
+        "/agent-tools/nc/%77rite",
+        "/agent-tools/nc/wr%69te",
+        "/agent-tools/business/%63reate_meeting",
+    ] {
+        let refused = app
+            .send(
+                Req::new("POST", path)
+                    .headers(&agent)
+                    .json(r#"{"rel_path":"notes/again.md","content":"x"}"#),
+            )
+            .await;
+        assert_eq!(refused.status, 429, "{path}: {}", refused.body);
+        let body = refused.json();
+        assert_eq!(body["code"], "rate_limited", "{path}");
+        assert!(
+            body["message"].as_str().unwrap().contains("writes"),
+            "{path}: {body}"
+        );
+    }
+    // A read still passes: only the writes' budget is spent.
+    let read = app
+        .send(
+            Req::new("POST", "/agent-tools/nc/%72ead")
+                .headers(&agent)
+                .json(r#"{"rel_path":"notes/0.md"}"#),
+        )
+        .await;
+    assert_eq!(read.status, 200, "{}", read.body);
     app.stop().await;
 }

@@ -71,8 +71,7 @@ impl BusinessState {
     }
 }
 
-/// The business routes (the agent pipeline is put in front by
-/// [`crate::agent_tools`]).
+/// The business routes, each call through the agent pipeline first.
 pub(crate) fn routes(state: BusinessState, pipeline: PipelineState) -> Router {
     Router::new()
         .route("/agent-tools/business/{op}", post(dispatch))
@@ -103,8 +102,8 @@ pub(crate) async fn dispatch(
     req: Request,
 ) -> Response {
     behind
-        .run(req, |caller, req| {
-            answer(behind.family.clone(), caller, req)
+        .run(req, |family, caller, req| {
+            answer(family.clone(), caller, req)
         })
         .await
 }

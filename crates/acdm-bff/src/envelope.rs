@@ -35,11 +35,12 @@ pub async fn request_scope(req: Request, next: Next) -> Response {
 }
 
 /// Runs `handling` with `id` as the request id [`internal_message`] names:
-/// [`request_scope`] for a middleware that has its own work to do.
+/// [`request_scope`] for work that is not a layer (the agent pipeline,
+/// `pipeline::Behind::run`).
 ///
 /// Not an `async fn`: its future would hold `handling` twice (as its
-/// argument, then inside the scope's future), and middlewares' futures
-/// are moved whole into a box on every call.
+/// argument, then inside the scope's future), and a handler's future is
+/// moved whole into a box on every call.
 pub(crate) fn in_request_scope<F: Future<Output = Response>>(
     id: Option<RequestId>,
     handling: F,

@@ -125,9 +125,7 @@ fn ok<T: Serialize>(data: T, message: impl Into<String>) -> Reply {
 }
 
 pub(crate) async fn dispatch(State(behind): State<Arc<Behind<NcState>>>, req: Request) -> Response {
-    behind
-        .run(req, |caller, req| answer(&behind.family, caller, req))
-        .await
+    behind.run(req, answer).await
 }
 
 /// One call, once the pipeline admitted its caller.

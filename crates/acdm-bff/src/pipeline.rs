@@ -112,8 +112,11 @@ struct RetryAfter {
 
 /// Whether the operation at `path` (`/agent-tools/<family>/<op>`) writes.
 /// A path that names no operation is a read (it is answered `not_found`).
+/// The path is read percent-decoded, as the router decodes the `{op}` the
+/// handler acts on: `nc/%77rite` is a write, on the writes' budget too.
 fn writes(path: &str) -> bool {
-    let Some(path) = path.strip_prefix('/') else {
+    let decoded = percent_encoding::percent_decode_str(path).decode_utf8_lossy();
+    let Some(path) = decoded.strip_prefix('/') else {
         return false;
     };
     NcOp::ALL.iter().any(|op| op.writes() && op.path() == path)
@@ -232,8 +235,9 @@ pub fn identity_from(headers: &HeaderMap) -> Result<Identity, Failure> {
 /// The family's state and the pipeline's, shared: a request's copy is one
 /// reference count.
 pub(crate) struct Behind<S> {
-    /// The family's own state.
-    pub(crate) family: S,
+    /// The family's own state: given to a handler only by
+    /// [`Behind::run`].
+    family: S,
     pipeline: PipelineState,
 }
 
@@ -244,7 +248,8 @@ impl<S> Behind<S> {
     }
 
     /// Runs the pipeline on `req` — identity, scope, rate limits, role —
-    /// and then `handler` with the caller it learnt, under the request's
+    /// and then `handler` with the family's state and the caller it
+    /// learnt, under the request's
     /// id for `internal_error` messages
     /// ([`crate::envelope::request_scope`]); or answers the pipeline's
     /// refusal. Fills the request span's `agent`, `user`, `thread` and
@@ -254,13 +259,23 @@ impl<S> Behind<S> {
     /// the request: in a `from_fn` layer, the pipeline cloned the boxed
     /// route it wraps and boxed a future on every call
     /// (`docs/performance.md`, "The hot routes without their layers").
-    pub(crate) fn run<H, F>(&self, req: Request, handler: H) -> impl Future<Output = Response>
+    pub(crate) fn run<'a, H, F>(
+        &'a self,
+        req: Request,
+        handler: H,
+    ) -> impl Future<Output = Response> + 'a
     where
-        H: FnOnce(Caller, Request) -> F,
-        F: Future<Output = Response>,
+        H: FnOnce(&'a S, Caller, Request) -> F + 'a,
+        F: Future<Output = Response> + 'a,
     {
         let id = req.extensions().get::<acdm_core::RequestId>().cloned();
-        crate::envelope::in_request_scope(id, admit(&self.pipeline, req, handler))
+        let family = &self.family;
+        crate::envelope::in_request_scope(
+            id,
+            admit(&self.pipeline, req, move |caller, req| {
+                handler(family, caller, req)
+            }),
+        )
     }
 }
 
@@ -342,6 +357,12 @@ mod tests {
         assert!(!writes("/agent-tools/project/overview"));
         assert!(!writes("/agent-tools/nc/write/x"));
         assert!(!writes("agent-tools/nc/write"));
+        // The router decodes the operation's name: so does the budget.
+        assert!(writes("/agent-tools/nc/%77rite"));
+        assert!(writes("/agent-tools/nc/wr%69te"));
+        assert!(writes("/agent-tools/business/%63reate_meeting"));
+        assert!(!writes("/agent-tools/nc/%72ead"));
+        assert!(!writes("/agent-tools/nc/%FF"));
     }
 
     #[test]

@@ -146,8 +146,8 @@ fn endpoint(op: ProjectOp) -> MethodRouter<Arc<Behind<ProjectState>>> {
     any(
         move |State(behind): State<Arc<Behind<ProjectState>>>, req: Request| async move {
             behind
-                .run(req, |caller, req| {
-                    let state = behind.family.clone();
+                .run(req, |family, caller, req| {
+                    let state = family.clone();
                     async move {
                         dispatch(state, op, caller, req)
                             .await

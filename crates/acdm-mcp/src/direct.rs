@@ -31,7 +31,8 @@
 //! Anything else — other methods, notifications, responses, `_meta`,
 //! another field, a body that is not that JSON — goes to rmcp with its
 //! body re-attached, and rmcp answers or refuses it as before. The host
-//! check and the drain count are layers around both paths. The test
+//! check and the drain count come before both paths (`serve`, in
+//! `lib.rs`). The test
 //! `direct::the_direct_path_answers_exactly_what_rmcp_answers` sends the
 //! same requests both ways and compares status, headers and bytes.
 

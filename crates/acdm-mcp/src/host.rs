@@ -110,7 +110,6 @@ fn normalise(host: &str) -> String {
         .to_ascii_lowercase()
 }
 
-/// The middleware in front of the MCP service.
 /// The refusal of a request for a host not allowed, or `None`: the check
 /// `serve` makes before anything else on `/mcp`.
 pub(crate) fn refusal_for(allowed: &AllowedHosts, req: &Request) -> Option<Response> {
