@@ -249,8 +249,7 @@ impl<S> Behind<S> {
 
     /// Runs the pipeline on `req` — identity, scope, rate limits, role —
     /// and then `handler` with the family's state and the caller it
-    /// learnt, under the request's
-    /// id for `internal_error` messages
+    /// learnt, under the request's id for `internal_error` messages
     /// ([`crate::envelope::request_scope`]); or answers the pipeline's
     /// refusal. Fills the request span's `agent`, `user`, `thread` and
     /// `project`.
