@@ -9,10 +9,22 @@
 //! round trip per window and server, and a quiet one a round trip per
 //! call. Every leased call has already been counted in the shared bucket,
 //! so N replicas together never grant more than the rate (plus its
-//! burst); a lease not used within the window is dropped, which can only
-//! grant less. A refusal is remembered until its `retry_after` (nothing
+//! burst, give or take the calls a server holds, at most half the burst,
+//! served up to two windows after they were counted); what a server has
+//! not used by the end of a window is dropped. A refusal is remembered until its `retry_after` (nothing
 //! can be granted before then, on any server), so an agent that keeps
 //! calling past its limit costs no round trips either.
+//!
+//! A busy key's next lease is taken ahead, once per lease: the first call
+//! served in the last quarter of a lease's window starts, in the
+//! background, a lease that tops the calls left up to the recent demand
+//! (the busier of the last two demand windows), and the calls left carry
+//! over into the new lease's window, so the server holds at most one
+//! lease's worth. As long as the demand is steady, the key's calls do not
+//! wait for the database; taken when the lease ran out, every call of the
+//! key waited for that one round trip, once a window. When demand outgrows
+//! a lease, or the lease ahead is refused or fails, the call that finds
+//! the calls out leases as before.
 //!
 //! On PostgreSQL the lease is one statement (`INSERT … ON CONFLICT DO
 //! UPDATE … WHERE … RETURNING`) on the database's clock, so replicas'
@@ -22,18 +34,22 @@
 //! per server, not per deployment, until the database answers again.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use acdm_core::limit::{self, Admission, Rate, RateLimiter, Taken};
+use acdm_core::scope::{Clock, SystemClock};
 use async_trait::async_trait;
 use dashmap::DashMap;
-use tokio::time::Instant;
 
 use crate::db::with_pool;
 use crate::{Store, StoreError};
 
 /// How often a failing database is logged while the limiter falls back.
 const FALLBACK_WARNING: Duration = Duration::from_secs(60);
+
+/// A busy key's next lease is taken once at most this part of its
+/// lease's window is left (a quarter).
+const AHEAD: u32 = 4;
 
 /// Buckets whose TAT is this far in the past are full again and can be
 /// forgotten ([`Store::prune_rate_buckets`]).
@@ -174,6 +190,9 @@ struct Local {
     window_start: Option<Instant>,
     /// The bucket used while the database cannot be reached.
     fallback_tat_us: Option<i64>,
+    /// The end (`until`) of the lease a lease ahead was last started for:
+    /// one attempt per lease, whatever comes of it.
+    ahead_for: Option<Instant>,
 }
 
 impl Local {
@@ -211,6 +230,41 @@ impl Local {
         }
         None
     }
+
+    /// Whether the lease serving calls at `now` is in the last quarter of
+    /// its `window`.
+    fn nearly_out(&self, now: Instant, window: Duration) -> bool {
+        self.until
+            .is_some_and(|until| until.saturating_duration_since(now) <= window / AHEAD)
+    }
+
+    /// Whether a lease ahead should be started at `now`, and for how
+    /// many calls: enough to top the calls left up to the recent demand.
+    /// Marks the lease as having had its attempt.
+    fn start_ahead(&mut self, now: Instant, window: Duration, rate: Rate) -> Option<Ahead> {
+        let until = self.until?;
+        if window.is_zero() || self.ahead_for == Some(until) || !self.nearly_out(now, window) {
+            return None;
+        }
+        self.ahead_for = Some(until);
+        let want = rate
+            .lease_size(self.recent_demand())
+            .saturating_sub(self.calls);
+        (want > 0).then_some(Ahead { until, want })
+    }
+
+    /// Adds `granted` calls leased ahead at `now` to the lease ending at
+    /// `ahead.until`, for a new `window`, if that lease is still the one
+    /// serving and no refusal holds (a call that found the calls out
+    /// meanwhile has leased, or been refused, itself).
+    fn add_ahead(&mut self, ahead: Ahead, granted: u32, now: Instant, window: Duration) {
+        if self.until != Some(ahead.until) || self.refused_until.is_some_and(|r| now < r) {
+            return;
+        }
+        let left = if now < ahead.until { self.calls } else { 0 };
+        self.calls = left.saturating_add(granted);
+        self.until = Some(now + window);
+    }
 }
 
 impl Key {
@@ -219,30 +273,108 @@ impl Key {
     }
 }
 
+/// A lease ahead: for the lease ending at `until`, `want` calls.
+#[derive(Debug, Clone, Copy)]
+struct Ahead {
+    until: Instant,
+    want: u32,
+}
+
 /// The deployment-wide [`RateLimiter`] over a [`Store`].
-#[derive(Debug)]
 pub struct SharedLimiter {
     store: Store,
     lease_window: Duration,
+    clock: Arc<dyn Clock>,
     keys: DashMap<String, Arc<Key>>,
     /// Microseconds on the server's monotonic clock, for the fallback.
     epoch: Instant,
     warned_at: Mutex<Option<Instant>>,
 }
 
+impl std::fmt::Debug for SharedLimiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedLimiter")
+            .field("lease_window", &self.lease_window)
+            .field("keys", &self.keys.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl SharedLimiter {
     /// A limiter whose buckets live in `store`, leasing as many calls as
-    /// were asked for in the last `lease_window` (leases unused within it
-    /// are dropped); `Duration::ZERO`: one call per round trip, for
+    /// were asked for in the last `lease_window` (what is unused at the end
+    /// of a lease's window is dropped); `Duration::ZERO`: one call per round trip, for
     /// measuring what leasing saves.
     pub fn new(store: Store, lease_window: Duration) -> Self {
+        Self::with_clock(store, lease_window, Arc::new(SystemClock))
+    }
+
+    /// Same, on `clock` (leases' windows and remembered refusals): for
+    /// tests that move time.
+    pub fn with_clock(store: Store, lease_window: Duration, clock: Arc<dyn Clock>) -> Self {
         Self {
             store,
             lease_window,
             keys: DashMap::new(),
-            epoch: Instant::now(),
+            epoch: clock.now(),
+            clock,
             warned_at: Mutex::new(None),
         }
+    }
+
+    /// The calls this server holds for `key`, leased and not yet served,
+    /// whose window is not over (a refusal remembered may still hold them
+    /// back): what a test or an operator's view can see of the leases.
+    pub fn leased(&self, key: &str) -> u32 {
+        let Some(state) = self.keys.get(key).map(|found| found.clone()) else {
+            return 0;
+        };
+        let local = state.local();
+        if local.until.is_some_and(|until| self.clock.now() < until) {
+            local.calls
+        } else {
+            0
+        }
+    }
+
+    /// Takes `ahead.want` more calls for `key` in the background, on this
+    /// runtime (none: not at all).
+    fn lease_ahead(&self, key: &str, state: &Arc<Key>, rate: Rate, ahead: Ahead) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (store, state, key, window, clock) = (
+            self.store.clone(),
+            state.clone(),
+            key.to_owned(),
+            self.lease_window,
+            self.clock.clone(),
+        );
+        runtime.spawn(async move {
+            let _leasing = state.leasing.lock().await;
+            // A call that found the calls out has leased, or been refused,
+            // while this one waited for its turn.
+            {
+                let local = state.local();
+                let now = clock.now();
+                if local.until != Some(ahead.until) || local.refused_until.is_some_and(|r| now < r)
+                {
+                    return;
+                }
+            }
+            // Refused or failed: the calls left are served until their
+            // window is over, and the call that finds them out leases (or
+            // falls back, logged) then.
+            match store.lease_calls(&key, rate, ahead.want).await {
+                Ok(taken) if taken.granted > 0 => {
+                    state
+                        .local()
+                        .add_ahead(ahead, taken.granted, clock.now(), window);
+                }
+                Ok(_) => {}
+                Err(error) => tracing::debug!(%error, "a rate limit's lease ahead failed"),
+            }
+        });
     }
 
     /// How much a lease covers.
@@ -282,9 +414,16 @@ impl RateLimiter for SharedLimiter {
     async fn admit(&self, key: &str, rate: Rate) -> Admission {
         let state = self.key(key);
         {
+            let now = self.clock.now();
             let mut local = state.local();
-            local.count_demand(Instant::now(), self.lease_window);
-            if let Some(decided) = local.decide(Instant::now()) {
+            local.count_demand(now, self.lease_window);
+            if let Some(decided) = local.decide(now) {
+                if decided == Admission::Allowed
+                    && let Some(ahead) = local.start_ahead(now, self.lease_window, rate)
+                {
+                    drop(local);
+                    self.lease_ahead(key, &state, rate, ahead);
+                }
                 return decided;
             }
         }
@@ -292,7 +431,7 @@ impl RateLimiter for SharedLimiter {
         // Another call may have leased, or been refused, meanwhile.
         let want = {
             let mut local = state.local();
-            if let Some(decided) = local.decide(Instant::now()) {
+            if let Some(decided) = local.decide(self.clock.now()) {
                 return decided;
             }
             if self.lease_window.is_zero() {
@@ -308,16 +447,16 @@ impl RateLimiter for SharedLimiter {
                 ..
             }) => {
                 let retry_after = retry_after.unwrap_or(Duration::from_secs(1));
-                state.local().refused_until = Some(Instant::now() + retry_after);
+                state.local().refused_until = Some(self.clock.now() + retry_after);
                 Admission::Limited { retry_after }
             }
             Ok(taken) => {
                 let mut local = state.local();
                 local.calls = taken.granted - 1;
-                local.until = Some(Instant::now() + self.lease_window);
+                local.until = Some(self.clock.now() + self.lease_window);
                 Admission::Allowed
             }
-            Err(error) => self.fallback(&state, rate, Instant::now(), &error),
+            Err(error) => self.fallback(&state, rate, self.clock.now(), &error),
         }
     }
 }

@@ -1,10 +1,13 @@
 //! Rate limits shared by every server: the bucket in the database and the
 //! leases servers take from it.
 
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use acdm_core::limit::{Admission, Rate, RateLimiter};
+use acdm_core::scope::ManualClock as MonotonicClock;
 use acdm_store::{ManualClock, SharedLimiter};
 
 use crate::harness::{at, migrated};
@@ -128,6 +131,74 @@ async fn a_server_leases_what_it_was_asked_for_and_serves_it_from_memory() {
             "{}",
             db.name
         );
+        db.finish().await;
+    }
+}
+
+/// What `future` gives when first polled, without waiting: `None` when it
+/// would wait (for the database, say).
+fn at_once<F: Future>(future: F) -> Option<F::Output> {
+    match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => Some(output),
+        Poll::Pending => None,
+    }
+}
+
+#[tokio::test]
+async fn a_busy_key_is_leased_again_before_its_lease_runs_out() {
+    for db in migrated().await {
+        // Leases for 10 s, on a clock the test moves; a bucket far larger
+        // than the calls made.
+        let clock = Arc::new(MonotonicClock::new());
+        let window = Duration::from_secs(10);
+        let limiter = SharedLimiter::with_clock(db.store.clone(), window, clock.clone());
+        let r = rate(60_000, 10_000);
+        // Leases of 1, 2, 4, 8 and 16 calls as the demand grows: 11 left.
+        for call in 0..20 {
+            assert_eq!(
+                limiter.admit("k", r).await,
+                Admission::Allowed,
+                "{}: call {call}",
+                db.name
+            );
+        }
+        assert_eq!(limiter.leased("k"), 11, "{}", db.name);
+        // Half the window on: served from memory.
+        clock.advance(window / 2);
+        assert_eq!(
+            at_once(limiter.admit("k", r)),
+            Some(Admission::Allowed),
+            "{}",
+            db.name
+        );
+        assert_eq!(limiter.leased("k"), 10, "{}", db.name);
+        // In its last quarter: served from memory, and the next lease is
+        // taken in the background, topping the 9 left up to the demand.
+        clock.advance(window * 3 / 10);
+        assert_eq!(
+            at_once(limiter.admit("k", r)),
+            Some(Admission::Allowed),
+            "{}",
+            db.name
+        );
+        let mut polls = 0;
+        while limiter.leased("k") == 9 {
+            polls += 1;
+            assert!(polls < 2_000, "{}: no lease was taken ahead", db.name);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(limiter.leased("k"), 22, "{}", db.name);
+        // The first lease's window is over: the calls go on from memory,
+        // none waits for the database.
+        clock.advance(window / 4);
+        for call in 0..22 {
+            assert_eq!(
+                at_once(limiter.admit("k", r)),
+                Some(Admission::Allowed),
+                "{}: call {call} waited for the database",
+                db.name
+            );
+        }
         db.finish().await;
     }
 }
