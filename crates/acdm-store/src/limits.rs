@@ -8,12 +8,13 @@
 //! the burst) and serves them from memory, so a busy key costs about one
 //! round trip per window and server, and a quiet one a round trip per
 //! call. Every leased call has already been counted in the shared bucket,
-//! so N replicas together never grant more than the rate (plus its
-//! burst, give or take the calls a server holds, at most half the burst,
-//! served up to two windows after they were counted); what a server has
-//! not used by the end of a window is dropped. A refusal is remembered until its `retry_after` (nothing
-//! can be granted before then, on any server), so an agent that keeps
-//! calling past its limit costs no round trips either.
+//! so N replicas together never grant more than the rate plus its burst,
+//! and the calls they hold (at most half the burst each); what a server
+//! has not used by the end of a lease's window, and has not carried over
+//! into a lease taken ahead, is dropped. A refusal is remembered until
+//! its `retry_after` (nothing can be granted before then, on any server),
+//! so an agent that keeps calling past its limit costs no round trips
+//! either.
 //!
 //! A busy key's next lease is taken ahead, once per lease: the first call
 //! served in the last quarter of a lease's window starts, in the
@@ -246,11 +247,16 @@ impl Local {
         if window.is_zero() || self.ahead_for == Some(until) || !self.nearly_out(now, window) {
             return None;
         }
-        self.ahead_for = Some(until);
         let want = rate
             .lease_size(self.recent_demand())
             .saturating_sub(self.calls);
-        (want > 0).then_some(Ahead { until, want })
+        if want == 0 {
+            // Enough left for now: a later call of this quarter may find
+            // the demand grown.
+            return None;
+        }
+        self.ahead_for = Some(until);
+        Some(Ahead { until, want })
     }
 
     /// Adds `granted` calls leased ahead at `now` to the lease ending at
@@ -258,6 +264,9 @@ impl Local {
     /// serving and no refusal holds (a call that found the calls out
     /// meanwhile has leased, or been refused, itself).
     fn add_ahead(&mut self, ahead: Ahead, granted: u32, now: Instant, window: Duration) {
+        // The task checked this before it leased, and holds the lease
+        // lock that every change of `until` and `refused_until` takes: a
+        // guard, should that ever change.
         if self.until != Some(ahead.until) || self.refused_until.is_some_and(|r| now < r) {
             return;
         }
@@ -302,9 +311,10 @@ impl std::fmt::Debug for SharedLimiter {
 
 impl SharedLimiter {
     /// A limiter whose buckets live in `store`, leasing as many calls as
-    /// were asked for in the last `lease_window` (what is unused at the end
-    /// of a lease's window is dropped); `Duration::ZERO`: one call per round trip, for
-    /// measuring what leasing saves.
+    /// were asked for in the last `lease_window` (what is unused at the
+    /// end of a lease's window, and not carried over, is dropped);
+    /// `Duration::ZERO`: one call per round trip, for measuring what
+    /// leasing saves.
     pub fn new(store: Store, lease_window: Duration) -> Self {
         Self::with_clock(store, lease_window, Arc::new(SystemClock))
     }

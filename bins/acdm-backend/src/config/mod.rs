@@ -287,10 +287,10 @@ settings! {
             number::<u32>(1..=1_000_000);
         /// A server takes from a shared rate bucket as many calls as it was asked for in this many
         /// milliseconds before (at least one, at most half the burst), and drops what it did not
-        /// use within as long again (0–10000): a busy agent or tool costs about one database round
-        /// trip per this period and server, taken ahead in the background in the period's last
-        /// quarter (the calls left then carry over), a quiet one a round trip per call. 0: a round
-        /// trip per call.
+        /// use within as long again unless it leased again ahead (0–10000): a busy agent or tool
+        /// costs about one database round trip per this period and server, taken ahead in the
+        /// background in the period's last quarter (the calls left then carry over), a quiet one a
+        /// round trip per call. 0: a round trip per call.
         rate_lease: Duration = "ACDM_RATE_LIMIT_LEASE_MILLIS", default "1000", Millis(0..=10_000);
         /// `json` (one object per line), `pretty`, or `auto`: pretty on a terminal, JSON otherwise.
         /// Logs go to standard error.
