@@ -259,15 +259,20 @@ impl Local {
         Some(Ahead { until, want })
     }
 
+    /// Whether `ahead` still has a use at `now`: the lease it was started
+    /// for is still the one serving and no refusal holds (else a call that
+    /// found the calls out has leased, or been refused, itself).
+    fn wants(&self, ahead: Ahead, now: Instant) -> bool {
+        self.until == Some(ahead.until) && self.refused_until.is_none_or(|r| now >= r)
+    }
+
     /// Adds `granted` calls leased ahead at `now` to the lease ending at
-    /// `ahead.until`, for a new `window`, if that lease is still the one
-    /// serving and no refusal holds (a call that found the calls out
-    /// meanwhile has leased, or been refused, itself).
+    /// `ahead.until`, for a new `window`, if it [`Local::wants`] them.
     fn add_ahead(&mut self, ahead: Ahead, granted: u32, now: Instant, window: Duration) {
         // The task checked this before it leased, and holds the lease
         // lock that every change of `until` and `refused_until` takes: a
         // guard, should that ever change.
-        if self.until != Some(ahead.until) || self.refused_until.is_some_and(|r| now < r) {
+        if !self.wants(ahead, now) {
             return;
         }
         let left = if now < ahead.until { self.calls } else { 0 };
@@ -362,15 +367,10 @@ impl SharedLimiter {
         );
         runtime.spawn(async move {
             let _leasing = state.leasing.lock().await;
-            // A call that found the calls out has leased, or been refused,
-            // while this one waited for its turn.
-            {
-                let local = state.local();
-                let now = clock.now();
-                if local.until != Some(ahead.until) || local.refused_until.is_some_and(|r| now < r)
-                {
-                    return;
-                }
+            // A call that found the calls out may have leased, or been
+            // refused, while this one waited for its turn.
+            if !state.local().wants(ahead, clock.now()) {
+                return;
             }
             // Refused or failed: the calls left are served until their
             // window is over, and the call that finds them out leases (or
