@@ -14,16 +14,24 @@
 //! - the store moves one epoch with every change of agent mounts, mounts and
 //!   members, and every server resets its resolver when it moves (announced
 //!   by PostgreSQL, polled as the fallback), so a revoked mount or role is
-//!   obeyed within the revocation bound, not the TTL.
+//!   obeyed within the revocation bound, not the TTL;
+//! - one lookup per agent at a time: the calls that miss while a lookup of
+//!   their agent is in flight wait for its answer, a hit, a miss or an
+//!   error alike, instead of each asking the directory (when a busy agent's
+//!   entry expires, or a reset drops it, every call in flight missed at
+//!   once). A call that starts after an invalidation or a reset never
+//!   waits for a lookup that started before it, and a lookup whose callers
+//!   have all gone away is dropped, not left holding a connection.
 
-use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
+use futures_util::FutureExt as _;
+use futures_util::future::{BoxFuture, Shared, WeakShared};
 
 use std::collections::HashMap;
 
@@ -74,18 +82,19 @@ pub trait ProjectDirectory: Send + Sync {
 }
 
 /// The directory could not answer (for example the database is down).
-#[derive(Debug, thiserror::Error)]
+/// Cloned to every call that waited for the failed lookup.
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("project directory unavailable")]
 pub struct DirectoryError {
     #[source]
-    source: Box<dyn std::error::Error + Send + Sync>,
+    source: Arc<dyn std::error::Error + Send + Sync>,
 }
 
 impl DirectoryError {
     /// Wraps the underlying error; it is logged, never shown to callers.
     pub fn new(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
         Self {
-            source: source.into(),
+            source: Arc::from(source.into()),
         }
     }
 }
@@ -165,12 +174,30 @@ struct Slot {
     value: Option<(Arc<Scope>, Instant)>,
 }
 
+/// A directory lookup, shared by the calls that wait for it.
+type Lookup = Shared<BoxFuture<'static, Result<Option<Arc<Scope>>, DirectoryError>>>;
+
+/// The lookup in flight for one agent. Only the calls waiting for it keep
+/// it alive: here it is held weakly.
+struct Flight {
+    /// Tells this flight from a later one of the same agent.
+    id: u64,
+    /// The resolver's generation when it started.
+    started_at: u64,
+    lookup: WeakShared<BoxFuture<'static, Result<Option<Arc<Scope>>, DirectoryError>>>,
+}
+
 /// Resolves an agent's project through a [`ProjectDirectory`], caching hits.
 pub struct ScopeResolver {
     directory: Arc<dyn ProjectDirectory>,
     clock: Arc<dyn Clock>,
     ttl: Duration,
     slots: DashMap<AgentName, Slot>,
+    /// The lookups in flight, by agent: taken only on a miss, never held
+    /// across an await.
+    flights: Mutex<std::collections::HashMap<AgentName, Flight>>,
+    /// The next flight's id.
+    next_flight: AtomicU64,
     /// Bumped by every invalidation and reset; a lookup remembers the value
     /// it started at.
     generation: AtomicU64,
@@ -204,27 +231,82 @@ impl ScopeResolver {
             clock,
             ttl,
             slots: DashMap::new(),
+            flights: Mutex::default(),
+            next_flight: AtomicU64::new(0),
             generation: AtomicU64::new(0),
             reset_generation: AtomicU64::new(0),
         }
     }
 
     /// The scope of the project `agent` manages. Misses and errors are
-    /// never cached.
+    /// never cached. On a cache miss, the call waits for the lookup of
+    /// `agent` in flight, if one started after the agent's last
+    /// invalidation (and the last reset), and starts one otherwise.
     pub async fn resolve(&self, agent: &AgentName) -> Result<Arc<Scope>, ScopeError> {
         if let Some(hit) = self.cached(agent) {
             return Ok(hit);
         }
-        let started_at = self.generation.load(Ordering::Acquire);
-        let found = self.directory.manager_scope(agent).await?;
-        let Some(scope) = found else {
-            return Err(ScopeError::NotProvisioned {
-                agent: agent.clone(),
-            });
+        let (id, started_at, lookup) = match self.join_or_start(agent) {
+            Ok(hit) => return Ok(hit),
+            Err(flight) => flight,
         };
-        let scope = Arc::new(scope);
-        self.store(agent, &scope, started_at);
-        Ok(scope)
+        let found = lookup.await;
+        if let Ok(Some(scope)) = &found {
+            // Before the flight lands: a call that then finds no flight
+            // finds the scope cached (`join_or_start`).
+            self.store(agent, scope, started_at);
+        }
+        self.land(agent, id);
+        found?.ok_or_else(|| ScopeError::NotProvisioned {
+            agent: agent.clone(),
+        })
+    }
+
+    /// The lookup of `agent` to wait for: the one in flight, or a new one.
+    /// `Ok` when, the lock taken, the scope is cached after all (a flight
+    /// landed since the caller looked).
+    fn join_or_start(&self, agent: &AgentName) -> Result<Arc<Scope>, (u64, u64, Lookup)> {
+        let mut flights = self.flights.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(flight) = flights.get(agent)
+            && let Some(lookup) = flight.lookup.upgrade()
+        {
+            return Err((flight.id, flight.started_at, lookup));
+        }
+        if let Some(hit) = self.cached(agent) {
+            return Ok(hit);
+        }
+        // Read under the lock, which invalidations take after moving it.
+        let started_at = self.generation.load(Ordering::Acquire);
+        let directory = self.directory.clone();
+        let asked = agent.clone();
+        let lookup: Lookup = async move {
+            let found = directory.manager_scope(&asked).await?;
+            Ok(found.map(Arc::new))
+        }
+        .boxed()
+        .shared();
+        let id = self.next_flight.fetch_add(1, Ordering::Relaxed);
+        // A lookup not yet polled cannot have finished: it downgrades.
+        if let Some(weak) = lookup.downgrade() {
+            flights.insert(
+                agent.clone(),
+                Flight {
+                    id,
+                    started_at,
+                    lookup: weak,
+                },
+            );
+        }
+        Err((id, started_at, lookup))
+    }
+
+    /// Forgets flight `id` of `agent` once answered (every call that
+    /// waited for it tries; the first one does it).
+    fn land(&self, agent: &AgentName, id: u64) {
+        let mut flights = self.flights.lock().unwrap_or_else(PoisonError::into_inner);
+        if flights.get(agent).is_some_and(|flight| flight.id == id) {
+            flights.remove(agent);
+        }
     }
 
     /// The scope of the project `agent` manages if it is cached and fresh,
@@ -263,7 +345,8 @@ impl ScopeResolver {
         }
     }
 
-    /// Drops `agent`'s entry; its next call goes to the directory.
+    /// Drops `agent`'s entry; its next call goes to the directory, and
+    /// does not wait for a lookup that started before.
     pub fn invalidate(&self, agent: &AgentName) {
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
         self.slots.insert(
@@ -273,15 +356,24 @@ impl ScopeResolver {
                 value: None,
             },
         );
+        self.flights
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(agent);
     }
 
-    /// Drops every entry.
+    /// Drops every entry; no later call waits for a lookup that started
+    /// before.
     pub fn reset(&self) {
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
         // Never backwards: two resets may store out of order.
         self.reset_generation
             .fetch_max(generation, Ordering::AcqRel);
         self.slots.clear();
+        self.flights
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 
     /// How many agents currently have a cached project.
@@ -293,7 +385,10 @@ impl ScopeResolver {
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
+    use std::future::Future;
+    use std::pin::Pin;
     use std::sync::atomic::AtomicUsize;
+    use std::task::{Context, Poll, Waker};
 
     use futures_executor::block_on;
 
@@ -307,8 +402,50 @@ mod tests {
     struct FakeDirectory {
         managers: Mutex<HashMap<String, ProjectRef>>,
         lookups: AtomicUsize,
+        /// Lookups that answered or were dropped.
+        ended: AtomicUsize,
         fail: std::sync::atomic::AtomicBool,
         during_lookup: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+        /// When set, a lookup that has read its answer waits for it to
+        /// open before giving it.
+        gate: Mutex<Option<Arc<Gate>>>,
+    }
+
+    /// Shut until opened; what waits on it is woken then.
+    #[derive(Default)]
+    struct Gate {
+        open: std::sync::atomic::AtomicBool,
+        wakers: Mutex<Vec<Waker>>,
+    }
+
+    impl Gate {
+        fn open(&self) {
+            self.open.store(true, Ordering::SeqCst);
+            for waker in self.wakers.lock().unwrap().drain(..) {
+                waker.wake();
+            }
+        }
+
+        async fn wait(&self) {
+            std::future::poll_fn(|cx| {
+                if self.open.load(Ordering::SeqCst) {
+                    Poll::Ready(())
+                } else {
+                    self.wakers.lock().unwrap().push(cx.waker().clone());
+                    Poll::Pending
+                }
+            })
+            .await;
+        }
+    }
+
+    /// Counts a lookup as ended when it answers or is dropped.
+    struct Ended<'a>(&'a AtomicUsize);
+
+    impl Drop for Ended<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
     }
 
     impl FakeDirectory {
@@ -324,13 +461,27 @@ mod tests {
         fn lookups(&self) -> usize {
             self.lookups.load(Ordering::SeqCst)
         }
+        fn ended(&self) -> usize {
+            self.ended.load(Ordering::SeqCst)
+        }
+        /// Holds every lookup's answer from now until the gate opens.
+        fn hold(&self) -> Arc<Gate> {
+            let gate = Arc::new(Gate::default());
+            *self.gate.lock().unwrap() = Some(gate.clone());
+            gate
+        }
     }
 
     #[async_trait]
     impl ProjectDirectory for FakeDirectory {
         async fn manager_scope(&self, agent: &AgentName) -> Result<Option<Scope>, DirectoryError> {
             self.lookups.fetch_add(1, Ordering::SeqCst);
+            let _ended = Ended(&self.ended);
+            let gate = self.gate.lock().unwrap().clone();
             if self.fail.load(Ordering::SeqCst) {
+                if let Some(gate) = gate {
+                    gate.wait().await;
+                }
                 return Err(DirectoryError::new("database is down"));
             }
             let answer = self
@@ -343,6 +494,9 @@ mod tests {
             let hook = self.during_lookup.lock().unwrap().take();
             if let Some(hook) = hook {
                 hook();
+            }
+            if let Some(gate) = gate {
+                gate.wait().await;
             }
             Ok(answer)
         }
@@ -527,5 +681,144 @@ mod tests {
             h.join().unwrap();
         }
         assert!(dir.lookups() >= 2, "invalidations forced reloads");
+    }
+
+    type Resolving = Pin<Box<dyn Future<Output = Result<Arc<Scope>, ScopeError>> + Send>>;
+
+    /// A call of `resolver` for `name`, not yet polled.
+    fn call(resolver: &Arc<ScopeResolver>, name: &str) -> Resolving {
+        let (resolver, agent) = (resolver.clone(), agent(name));
+        Box::pin(async move { resolver.resolve(&agent).await })
+    }
+
+    /// Polls once, as an executor would when woken.
+    fn poll(call: &mut Resolving) -> Poll<Result<Arc<Scope>, ScopeError>> {
+        call.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    /// The slug a finished call answered.
+    fn answered(call: &mut Resolving) -> String {
+        match poll(call) {
+            Poll::Ready(Ok(scope)) => scope.project.slug.as_str().to_owned(),
+            Poll::Ready(Err(error)) => panic!("answered {error}"),
+            Poll::Pending => panic!("still waiting"),
+        }
+    }
+
+    #[test]
+    fn the_calls_that_miss_together_wait_for_one_lookup() {
+        let (dir, clock, resolver) = setup();
+        dir.mount("project-alpha", &project("alpha"));
+        for round in 1..=2 {
+            let gate = dir.hold();
+            let mut calls: Vec<Resolving> =
+                (0..8).map(|_| call(&resolver, "project-alpha")).collect();
+            for c in &mut calls {
+                assert!(poll(c).is_pending());
+            }
+            assert_eq!(dir.lookups(), round, "one lookup for the eight calls");
+            gate.open();
+            let first = match poll(&mut calls[0]) {
+                Poll::Ready(Ok(scope)) => scope,
+                _ => panic!("the first call did not get the lookup's answer"),
+            };
+            for c in &mut calls[1..] {
+                match poll(c) {
+                    Poll::Ready(Ok(scope)) => assert!(Arc::ptr_eq(&scope, &first)),
+                    _ => panic!("a waiting call did not get the lookup's answer"),
+                }
+            }
+            assert_eq!(dir.lookups(), round);
+            assert_eq!(resolver.cached_len(), 1);
+            // Expired: the next eight miss together again.
+            clock.advance(DEFAULT_CACHE_TTL);
+        }
+    }
+
+    #[test]
+    fn a_failed_lookup_answers_its_waiting_calls_and_is_not_kept() {
+        let (dir, _, resolver) = setup();
+        dir.mount("project-alpha", &project("alpha"));
+        dir.fail.store(true, Ordering::SeqCst);
+        let gate = dir.hold();
+        let mut calls: Vec<Resolving> = (0..5).map(|_| call(&resolver, "project-alpha")).collect();
+        for c in &mut calls {
+            assert!(poll(c).is_pending());
+        }
+        gate.open();
+        for c in &mut calls {
+            assert!(matches!(
+                poll(c),
+                Poll::Ready(Err(ScopeError::Directory(_)))
+            ));
+        }
+        assert_eq!(
+            dir.lookups(),
+            1,
+            "the waiting calls did not retry one by one"
+        );
+        dir.fail.store(false, Ordering::SeqCst);
+        assert_eq!(answered(&mut call(&resolver, "project-alpha")), "alpha");
+        assert_eq!(dir.lookups(), 2, "the error was not kept");
+    }
+
+    #[test]
+    fn a_call_after_an_invalidation_or_reset_does_not_wait_for_an_older_lookup() {
+        for reset in [false, true] {
+            let (dir, _, resolver) = setup();
+            let a = agent("project-alpha");
+            dir.mount("project-alpha", &project("alpha"));
+            let gate = dir.hold();
+            let mut before = call(&resolver, "project-alpha");
+            assert!(poll(&mut before).is_pending(), "read alpha, answer held");
+            // Moved to beta, and the resolver told so.
+            dir.mount("project-alpha", &project("beta"));
+            if reset {
+                resolver.reset();
+            } else {
+                resolver.invalidate(&a);
+            }
+            let mut after = call(&resolver, "project-alpha");
+            assert!(poll(&mut after).is_pending());
+            assert_eq!(dir.lookups(), 2, "a lookup of its own");
+            gate.open();
+            assert_eq!(answered(&mut after), "beta");
+            // The older lookup answers the call that started before the
+            // change, and is kept out of the cache.
+            assert_eq!(answered(&mut before), "alpha");
+            assert_eq!(answered(&mut call(&resolver, "project-alpha")), "beta");
+            assert_eq!(dir.lookups(), 2);
+        }
+    }
+
+    #[test]
+    fn a_lookup_goes_on_for_the_calls_left_when_its_first_caller_goes_away() {
+        let (dir, _, resolver) = setup();
+        dir.mount("project-alpha", &project("alpha"));
+        let gate = dir.hold();
+        let mut first = call(&resolver, "project-alpha");
+        let mut second = call(&resolver, "project-alpha");
+        assert!(poll(&mut first).is_pending());
+        assert!(poll(&mut second).is_pending());
+        drop(first);
+        assert_eq!(dir.ended(), 0, "still wanted");
+        gate.open();
+        assert_eq!(answered(&mut second), "alpha");
+        assert_eq!((dir.lookups(), dir.ended()), (1, 1));
+        assert_eq!(resolver.cached_len(), 1);
+    }
+
+    #[test]
+    fn a_lookup_whose_callers_all_went_away_is_dropped_and_not_joined() {
+        let (dir, _, resolver) = setup();
+        dir.mount("project-alpha", &project("alpha"));
+        let gate = dir.hold();
+        let mut gone = call(&resolver, "project-alpha");
+        assert!(poll(&mut gone).is_pending());
+        drop(gone);
+        assert_eq!(dir.ended(), 1, "dropped with its last caller");
+        gate.open();
+        assert_eq!(answered(&mut call(&resolver, "project-alpha")), "alpha");
+        assert_eq!(dir.lookups(), 2, "a lookup of its own");
     }
 }
