@@ -20,20 +20,21 @@
 //!   error alike, instead of each asking the directory (when a busy agent's
 //!   entry expires, or a reset drops it, every call in flight missed at
 //!   once). A call that starts after an invalidation or a reset never
-//!   waits for a lookup that started before it, and a lookup whose callers
-//!   have all gone away is dropped, not left holding a connection.
+//!   waits for a lookup that started before it. The lookup runs in the
+//!   call that started it: if that call goes away, its lookup goes with it
+//!   (holding no connection) and a waiting call looks up itself.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use std::collections::HashMap;
+use std::future::Future;
+use std::task::{Poll, Waker};
+
 use async_trait::async_trait;
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
-use futures_util::FutureExt as _;
-use futures_util::future::{BoxFuture, Shared, WeakShared};
-
-use std::collections::HashMap;
 
 use crate::domain::{MemberRole, Mount, ProjectRef};
 use crate::names::{AgentName, UserId};
@@ -174,17 +175,105 @@ struct Slot {
     value: Option<(Arc<Scope>, Instant)>,
 }
 
-/// A directory lookup, shared by the calls that wait for it.
-type Lookup = Shared<BoxFuture<'static, Result<Option<Arc<Scope>>, DirectoryError>>>;
+/// What a lookup's answer is: the scope, none (not provisioned), or why
+/// the directory could not say.
+type Found = Result<Option<Arc<Scope>>, DirectoryError>;
 
-/// The lookup in flight for one agent. Only the calls waiting for it keep
-/// it alive: here it is held weakly.
+/// How a flight ended, as the calls that waited for it learn it.
+#[derive(Clone)]
+enum Landed {
+    /// The lookup answered.
+    Answered(Found),
+    /// The call that made the lookup went away (or panicked) first: its
+    /// lookup went with it, and a waiting call looks up itself.
+    Abandoned,
+}
+
+/// The lookup in flight for one agent: made by one call (the leader), in
+/// its own future; the calls that miss meanwhile wait for how it lands.
 struct Flight {
     /// Tells this flight from a later one of the same agent.
     id: u64,
-    /// The resolver's generation when it started.
+    landing: Arc<Mutex<Landing>>,
+}
+
+/// A flight's end, once known, and the calls to wake then.
+#[derive(Default)]
+struct Landing {
+    landed: Option<Landed>,
+    waiting: Vec<Waker>,
+}
+
+/// What a call that missed the cache does.
+enum Role<'a> {
+    /// Nothing: the scope was cached after all (a flight landed since it
+    /// looked).
+    Hit(Arc<Scope>),
+    /// Waits for the flight in progress.
+    Wait(Arc<Mutex<Landing>>),
+    /// Makes the lookup itself.
+    Lead(Leader<'a>),
+}
+
+/// The call that makes a flight's lookup. Dropped before it lands the
+/// flight (its call went away, or the lookup panicked), it lands it as
+/// abandoned, so that no call waits for a lookup nobody makes.
+struct Leader<'a> {
+    resolver: &'a ScopeResolver,
+    agent: &'a AgentName,
+    id: u64,
+    /// The resolver's generation when the lookup started.
     started_at: u64,
-    lookup: WeakShared<BoxFuture<'static, Result<Option<Arc<Scope>>, DirectoryError>>>,
+    landing: Arc<Mutex<Landing>>,
+    landed: bool,
+}
+
+impl Leader<'_> {
+    /// Forgets the flight (if it is still the agent's) and wakes the calls
+    /// that wait for it with how it ended.
+    fn land(&mut self, how: Landed) {
+        self.landed = true;
+        {
+            let mut flights = self
+                .resolver
+                .flights
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if flights.get(self.agent).is_some_and(|f| f.id == self.id) {
+                flights.remove(self.agent);
+            }
+        }
+        let waiting = {
+            let mut landing = self.landing.lock().unwrap_or_else(PoisonError::into_inner);
+            landing.landed = Some(how);
+            std::mem::take(&mut landing.waiting)
+        };
+        for waker in waiting {
+            waker.wake();
+        }
+    }
+}
+
+impl Drop for Leader<'_> {
+    fn drop(&mut self) {
+        if !self.landed {
+            self.land(Landed::Abandoned);
+        }
+    }
+}
+
+/// How the flight of `landing` ends, once it has.
+fn landed(landing: &Mutex<Landing>) -> impl Future<Output = Landed> + '_ {
+    std::future::poll_fn(move |cx| {
+        let mut landing = landing.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(landed) = &landing.landed {
+            return Poll::Ready(landed.clone());
+        }
+        if !landing.waiting.iter().any(|w| w.will_wake(cx.waker())) {
+            landing.waiting.push(cx.waker().clone());
+        }
+        Poll::Pending
+    })
 }
 
 /// Resolves an agent's project through a [`ProjectDirectory`], caching hits.
@@ -195,7 +284,7 @@ pub struct ScopeResolver {
     slots: DashMap<AgentName, Slot>,
     /// The lookups in flight, by agent: taken only on a miss, never held
     /// across an await.
-    flights: Mutex<std::collections::HashMap<AgentName, Flight>>,
+    flights: Mutex<HashMap<AgentName, Flight>>,
     /// The next flight's id.
     next_flight: AtomicU64,
     /// Bumped by every invalidation and reset; a lookup remembers the value
@@ -241,72 +330,70 @@ impl ScopeResolver {
     /// The scope of the project `agent` manages. Misses and errors are
     /// never cached. On a cache miss, the call waits for the lookup of
     /// `agent` in flight, if one started after the agent's last
-    /// invalidation (and the last reset), and starts one otherwise.
+    /// invalidation (and the last reset), and makes one otherwise.
     pub async fn resolve(&self, agent: &AgentName) -> Result<Arc<Scope>, ScopeError> {
-        if let Some(hit) = self.cached(agent) {
-            return Ok(hit);
-        }
-        let (id, started_at, lookup) = match self.join_or_start(agent) {
-            Ok(hit) => return Ok(hit),
-            Err(flight) => flight,
-        };
-        let found = lookup.await;
-        if let Ok(Some(scope)) = &found {
-            // Before the flight lands: a call that then finds no flight
-            // finds the scope cached (`join_or_start`).
-            self.store(agent, scope, started_at);
-        }
-        self.land(agent, id);
-        found?.ok_or_else(|| ScopeError::NotProvisioned {
-            agent: agent.clone(),
-        })
-    }
-
-    /// The lookup of `agent` to wait for: the one in flight, or a new one.
-    /// `Ok` when, the lock taken, the scope is cached after all (a flight
-    /// landed since the caller looked).
-    fn join_or_start(&self, agent: &AgentName) -> Result<Arc<Scope>, (u64, u64, Lookup)> {
-        let mut flights = self.flights.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(flight) = flights.get(agent)
-            && let Some(lookup) = flight.lookup.upgrade()
-        {
-            return Err((flight.id, flight.started_at, lookup));
-        }
-        if let Some(hit) = self.cached(agent) {
-            return Ok(hit);
-        }
-        // Read under the lock, which invalidations take after moving it.
-        let started_at = self.generation.load(Ordering::Acquire);
-        let directory = self.directory.clone();
-        let asked = agent.clone();
-        let lookup: Lookup = async move {
-            let found = directory.manager_scope(&asked).await?;
-            Ok(found.map(Arc::new))
-        }
-        .boxed()
-        .shared();
-        let id = self.next_flight.fetch_add(1, Ordering::Relaxed);
-        // A lookup not yet polled cannot have finished: it downgrades.
-        if let Some(weak) = lookup.downgrade() {
-            flights.insert(
-                agent.clone(),
-                Flight {
-                    id,
-                    started_at,
-                    lookup: weak,
+        loop {
+            if let Some(hit) = self.cached(agent) {
+                return Ok(hit);
+            }
+            let found = match self.role(agent) {
+                Role::Hit(scope) => return Ok(scope),
+                Role::Wait(landing) => match landed(&landing).await {
+                    Landed::Answered(found) => found,
+                    // Its leader went away: look again.
+                    Landed::Abandoned => continue,
                 },
-            );
+                Role::Lead(mut leader) => {
+                    let found = self
+                        .directory
+                        .manager_scope(agent)
+                        .await
+                        .map(|found| found.map(Arc::new));
+                    if let Ok(Some(scope)) = &found {
+                        // Before the flight is forgotten: a call that then
+                        // finds no flight finds the scope cached.
+                        self.store(agent, scope, leader.started_at);
+                    }
+                    leader.land(Landed::Answered(found.clone()));
+                    found
+                }
+            };
+            return found?.ok_or_else(|| ScopeError::NotProvisioned {
+                agent: agent.clone(),
+            });
         }
-        Err((id, started_at, lookup))
     }
 
-    /// Forgets flight `id` of `agent` once answered (every call that
-    /// waited for it tries; the first one does it).
-    fn land(&self, agent: &AgentName, id: u64) {
+    /// What a call that missed `agent` in the cache does: wait for the
+    /// flight in progress, or lead a new one — or nothing, if, the lock
+    /// taken, the scope is cached after all.
+    fn role<'a>(&'a self, agent: &'a AgentName) -> Role<'a> {
         let mut flights = self.flights.lock().unwrap_or_else(PoisonError::into_inner);
-        if flights.get(agent).is_some_and(|flight| flight.id == id) {
-            flights.remove(agent);
+        if let Some(flight) = flights.get(agent) {
+            return Role::Wait(flight.landing.clone());
         }
+        if let Some(hit) = self.cached(agent) {
+            return Role::Hit(hit);
+        }
+        let id = self.next_flight.fetch_add(1, Ordering::Relaxed);
+        let landing = Arc::new(Mutex::new(Landing::default()));
+        flights.insert(
+            agent.clone(),
+            Flight {
+                id,
+                landing: landing.clone(),
+            },
+        );
+        Role::Lead(Leader {
+            resolver: self,
+            agent,
+            id,
+            // Read under the lock, which invalidations take after moving
+            // it: a flight they do not forget started after them.
+            started_at: self.generation.load(Ordering::Acquire),
+            landing,
+            landed: false,
+        })
     }
 
     /// The scope of the project `agent` manages if it is cached and fresh,
@@ -385,10 +472,9 @@ impl ScopeResolver {
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
-    use std::future::Future;
     use std::pin::Pin;
     use std::sync::atomic::AtomicUsize;
-    use std::task::{Context, Poll, Waker};
+    use std::task::{Context, Wake};
 
     use futures_executor::block_on;
 
@@ -405,6 +491,8 @@ mod tests {
         /// Lookups that answered or were dropped.
         ended: AtomicUsize,
         fail: std::sync::atomic::AtomicBool,
+        /// The next lookup to pass the gate panics.
+        panic_once: std::sync::atomic::AtomicBool,
         during_lookup: Mutex<Option<Box<dyn FnOnce() + Send>>>,
         /// When set, a lookup that has read its answer waits for it to
         /// open before giving it.
@@ -498,6 +586,10 @@ mod tests {
             if let Some(gate) = gate {
                 gate.wait().await;
             }
+            assert!(
+                !self.panic_once.swap(false, Ordering::SeqCst),
+                "the directory panicked"
+            );
             Ok(answer)
         }
     }
@@ -696,6 +788,26 @@ mod tests {
         call.as_mut().poll(&mut Context::from_waker(Waker::noop()))
     }
 
+    /// Counts its wakes.
+    #[derive(Default)]
+    struct Wakes(AtomicUsize);
+
+    impl Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Polls once with a waker counting into `wakes`.
+    fn poll_with(call: &mut Resolving, wakes: &Arc<Wakes>) -> Poll<Result<Arc<Scope>, ScopeError>> {
+        let waker = Waker::from(wakes.clone());
+        call.as_mut().poll(&mut Context::from_waker(&waker))
+    }
+
+    fn woken(wakes: &Arc<Wakes>) -> usize {
+        wakes.0.load(Ordering::SeqCst)
+    }
+
     /// The slug a finished call answered.
     fn answered(call: &mut Resolving) -> String {
         match poll(call) {
@@ -713,8 +825,9 @@ mod tests {
             let gate = dir.hold();
             let mut calls: Vec<Resolving> =
                 (0..8).map(|_| call(&resolver, "project-alpha")).collect();
-            for c in &mut calls {
-                assert!(poll(c).is_pending());
+            let wakes: Vec<Arc<Wakes>> = (0..8).map(|_| Arc::default()).collect();
+            for (c, w) in calls.iter_mut().zip(&wakes) {
+                assert!(poll_with(c, w).is_pending());
             }
             assert_eq!(dir.lookups(), round, "one lookup for the eight calls");
             gate.open();
@@ -722,7 +835,8 @@ mod tests {
                 Poll::Ready(Ok(scope)) => scope,
                 _ => panic!("the first call did not get the lookup's answer"),
             };
-            for c in &mut calls[1..] {
+            for (c, w) in calls[1..].iter_mut().zip(&wakes[1..]) {
+                assert_eq!(woken(w), 1, "a waiting call is woken by the answer");
                 match poll(c) {
                     Poll::Ready(Ok(scope)) => assert!(Arc::ptr_eq(&scope, &first)),
                     _ => panic!("a waiting call did not get the lookup's answer"),
@@ -763,6 +877,32 @@ mod tests {
     }
 
     #[test]
+    fn a_landed_lookup_is_forgotten_before_its_waiting_calls_take_its_answer() {
+        let (dir, _, resolver) = setup();
+        dir.mount("project-alpha", &project("alpha"));
+        dir.fail.store(true, Ordering::SeqCst);
+        let gate = dir.hold();
+        let mut leader = call(&resolver, "project-alpha");
+        let mut waiting = call(&resolver, "project-alpha");
+        assert!(poll(&mut leader).is_pending());
+        assert!(poll(&mut waiting).is_pending());
+        gate.open();
+        assert!(matches!(
+            poll(&mut leader),
+            Poll::Ready(Err(ScopeError::Directory(_)))
+        ));
+        dir.fail.store(false, Ordering::SeqCst);
+        // The waiting call has not taken the error yet; a new call does not
+        // join the landed lookup.
+        assert_eq!(answered(&mut call(&resolver, "project-alpha")), "alpha");
+        assert_eq!(dir.lookups(), 2);
+        assert!(matches!(
+            poll(&mut waiting),
+            Poll::Ready(Err(ScopeError::Directory(_)))
+        ));
+    }
+
+    #[test]
     fn a_call_after_an_invalidation_or_reset_does_not_wait_for_an_older_lookup() {
         for reset in [false, true] {
             let (dir, _, resolver) = setup();
@@ -792,20 +932,46 @@ mod tests {
     }
 
     #[test]
-    fn a_lookup_goes_on_for_the_calls_left_when_its_first_caller_goes_away() {
+    fn a_call_waiting_for_a_lookup_whose_call_went_away_is_woken_and_looks_up_itself() {
         let (dir, _, resolver) = setup();
         dir.mount("project-alpha", &project("alpha"));
         let gate = dir.hold();
-        let mut first = call(&resolver, "project-alpha");
-        let mut second = call(&resolver, "project-alpha");
-        assert!(poll(&mut first).is_pending());
-        assert!(poll(&mut second).is_pending());
-        drop(first);
-        assert_eq!(dir.ended(), 0, "still wanted");
+        let mut leader = call(&resolver, "project-alpha");
+        let mut waiting = call(&resolver, "project-alpha");
+        let wakes = Arc::new(Wakes::default());
+        assert!(poll(&mut leader).is_pending());
+        assert!(poll_with(&mut waiting, &wakes).is_pending());
+        assert_eq!(dir.lookups(), 1);
+        drop(leader);
+        assert_eq!(dir.ended(), 1, "the lookup went with its call");
+        assert_eq!(woken(&wakes), 1, "the waiting call is not left waiting");
+        assert!(poll(&mut waiting).is_pending(), "a lookup of its own");
+        assert_eq!(dir.lookups(), 2);
         gate.open();
-        assert_eq!(answered(&mut second), "alpha");
-        assert_eq!((dir.lookups(), dir.ended()), (1, 1));
+        assert_eq!(answered(&mut waiting), "alpha");
         assert_eq!(resolver.cached_len(), 1);
+    }
+
+    #[test]
+    fn a_lookup_that_panics_leaves_no_call_waiting_and_the_next_one_answers() {
+        let (dir, _, resolver) = setup();
+        dir.mount("project-alpha", &project("alpha"));
+        let gate = dir.hold();
+        let mut leader = call(&resolver, "project-alpha");
+        let mut waiting = call(&resolver, "project-alpha");
+        let wakes = Arc::new(Wakes::default());
+        assert!(poll(&mut leader).is_pending());
+        assert!(poll_with(&mut waiting, &wakes).is_pending());
+        dir.panic_once.store(true, Ordering::SeqCst);
+        gate.open();
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| poll(&mut leader)));
+        assert!(polled.is_err(), "the lookup panicked");
+        drop(leader);
+        assert_eq!(woken(&wakes), 1, "the waiting call is not left waiting");
+        assert_eq!(answered(&mut waiting), "alpha");
+        assert_eq!(dir.lookups(), 2);
+        assert_eq!(answered(&mut call(&resolver, "project-alpha")), "alpha");
+        assert_eq!(dir.lookups(), 2, "cached");
     }
 
     #[test]
