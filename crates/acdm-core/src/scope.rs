@@ -931,16 +931,23 @@ mod tests {
         }
     }
 
+    /// Two calls of `project-alpha` held at the gate: the one making the
+    /// lookup, and one waiting for it with a waker that counts.
+    fn leader_and_waiting(resolver: &Arc<ScopeResolver>) -> (Resolving, Resolving, Arc<Wakes>) {
+        let mut leader = call(resolver, "project-alpha");
+        let mut waiting = call(resolver, "project-alpha");
+        let wakes = Arc::new(Wakes::default());
+        assert!(poll(&mut leader).is_pending());
+        assert!(poll_with(&mut waiting, &wakes).is_pending());
+        (leader, waiting, wakes)
+    }
+
     #[test]
     fn a_call_waiting_for_a_lookup_whose_call_went_away_is_woken_and_looks_up_itself() {
         let (dir, _, resolver) = setup();
         dir.mount("project-alpha", &project("alpha"));
         let gate = dir.hold();
-        let mut leader = call(&resolver, "project-alpha");
-        let mut waiting = call(&resolver, "project-alpha");
-        let wakes = Arc::new(Wakes::default());
-        assert!(poll(&mut leader).is_pending());
-        assert!(poll_with(&mut waiting, &wakes).is_pending());
+        let (leader, mut waiting, wakes) = leader_and_waiting(&resolver);
         assert_eq!(dir.lookups(), 1);
         drop(leader);
         assert_eq!(dir.ended(), 1, "the lookup went with its call");
@@ -957,11 +964,7 @@ mod tests {
         let (dir, _, resolver) = setup();
         dir.mount("project-alpha", &project("alpha"));
         let gate = dir.hold();
-        let mut leader = call(&resolver, "project-alpha");
-        let mut waiting = call(&resolver, "project-alpha");
-        let wakes = Arc::new(Wakes::default());
-        assert!(poll(&mut leader).is_pending());
-        assert!(poll_with(&mut waiting, &wakes).is_pending());
+        let (mut leader, mut waiting, wakes) = leader_and_waiting(&resolver);
         dir.panic_once.store(true, Ordering::SeqCst);
         gate.open();
         let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| poll(&mut leader)));
