@@ -15,14 +15,16 @@
 //!   members, and every server resets its resolver when it moves (announced
 //!   by PostgreSQL, polled as the fallback), so a revoked mount or role is
 //!   obeyed within the revocation bound, not the TTL;
-//! - one lookup per agent at a time: the calls that miss while a lookup of
+//! - one lookup per agent at a time (but for one that started before an
+//!   invalidation or a reset): the calls that miss while a lookup of
 //!   their agent is in flight wait for its answer, a hit, a miss or an
 //!   error alike, instead of each asking the directory (when a busy agent's
 //!   entry expires, or a reset drops it, every call in flight missed at
 //!   once). A call that starts after an invalidation or a reset never
 //!   waits for a lookup that started before it. The lookup runs in the
 //!   call that started it: if that call goes away, its lookup goes with it
-//!   (holding no connection) and a waiting call looks up itself.
+//!   (holding no connection), and the calls that waited for it are woken:
+//!   one of them looks up, and the others wait for it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -282,8 +284,8 @@ pub struct ScopeResolver {
     clock: Arc<dyn Clock>,
     ttl: Duration,
     slots: DashMap<AgentName, Slot>,
-    /// The lookups in flight, by agent: taken only on a miss, never held
-    /// across an await.
+    /// The lookups in flight, by agent: taken on a miss, a landing, an
+    /// invalidation and a reset, never held across an await.
     flights: Mutex<HashMap<AgentName, Flight>>,
     /// The next flight's id.
     next_flight: AtomicU64,
@@ -922,10 +924,16 @@ mod tests {
             assert!(poll(&mut after).is_pending());
             assert_eq!(dir.lookups(), 2, "a lookup of its own");
             gate.open();
-            assert_eq!(answered(&mut after), "beta");
             // The older lookup answers the call that started before the
-            // change, and is kept out of the cache.
+            // change, and lands without forgetting the newer flight: a
+            // third call waits for that one.
             assert_eq!(answered(&mut before), "alpha");
+            let mut third = call(&resolver, "project-alpha");
+            assert!(poll(&mut third).is_pending());
+            assert_eq!(dir.lookups(), 2);
+            assert_eq!(answered(&mut after), "beta");
+            assert_eq!(answered(&mut third), "beta");
+            // The older answer was kept out of the cache.
             assert_eq!(answered(&mut call(&resolver, "project-alpha")), "beta");
             assert_eq!(dir.lookups(), 2);
         }
@@ -978,14 +986,14 @@ mod tests {
     }
 
     #[test]
-    fn a_lookup_whose_callers_all_went_away_is_dropped_and_not_joined() {
+    fn a_lookup_whose_call_went_away_is_dropped_and_not_joined() {
         let (dir, _, resolver) = setup();
         dir.mount("project-alpha", &project("alpha"));
         let gate = dir.hold();
         let mut gone = call(&resolver, "project-alpha");
         assert!(poll(&mut gone).is_pending());
         drop(gone);
-        assert_eq!(dir.ended(), 1, "dropped with its last caller");
+        assert_eq!(dir.ended(), 1, "dropped with its call");
         gate.open();
         assert_eq!(answered(&mut call(&resolver, "project-alpha")), "alpha");
         assert_eq!(dir.lookups(), 2, "a lookup of its own");
