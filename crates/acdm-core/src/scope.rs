@@ -968,6 +968,26 @@ mod tests {
     }
 
     #[test]
+    fn the_calls_left_by_a_gone_leader_share_one_new_lookup() {
+        let (dir, _, resolver) = setup();
+        dir.mount("project-alpha", &project("alpha"));
+        let gate = dir.hold();
+        let (leader, mut first, first_wakes) = leader_and_waiting(&resolver);
+        let mut second = call(&resolver, "project-alpha");
+        let second_wakes = Arc::new(Wakes::default());
+        assert!(poll_with(&mut second, &second_wakes).is_pending());
+        drop(leader);
+        assert_eq!((woken(&first_wakes), woken(&second_wakes)), (1, 1));
+        assert!(poll(&mut first).is_pending(), "leads the new lookup");
+        assert!(poll(&mut second).is_pending(), "waits for it");
+        assert_eq!(dir.lookups(), 2);
+        gate.open();
+        assert_eq!(answered(&mut first), "alpha");
+        assert_eq!(answered(&mut second), "alpha");
+        assert_eq!(dir.lookups(), 2);
+    }
+
+    #[test]
     fn a_lookup_that_panics_leaves_no_call_waiting_and_the_next_one_answers() {
         let (dir, _, resolver) = setup();
         dir.mount("project-alpha", &project("alpha"));
