@@ -26,13 +26,12 @@
 //!   (holding no connection), and the calls that waited for it are woken:
 //!   one of them looks up, and the others wait for it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
-
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use dashmap::DashMap;
@@ -187,7 +186,7 @@ enum Landed {
     /// The lookup answered.
     Answered(Found),
     /// The call that made the lookup went away (or panicked) first: its
-    /// lookup went with it, and a waiting call looks up itself.
+    /// lookup went with it, and one of the waiting calls looks up.
     Abandoned,
 }
 
@@ -236,11 +235,7 @@ impl Leader<'_> {
     fn land(&mut self, how: Landed) {
         self.landed = true;
         {
-            let mut flights = self
-                .resolver
-                .flights
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut flights = self.resolver.flights();
             if flights.get(self.agent).is_some_and(|f| f.id == self.id) {
                 flights.remove(self.agent);
             }
@@ -366,11 +361,17 @@ impl ScopeResolver {
         }
     }
 
+    /// The lookups in flight, locked (a panic while it was held leaves
+    /// the map whole: every change to it is one call).
+    fn flights(&self) -> MutexGuard<'_, HashMap<AgentName, Flight>> {
+        self.flights.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// What a call that missed `agent` in the cache does: wait for the
     /// flight in progress, or lead a new one — or nothing, if, the lock
     /// taken, the scope is cached after all.
     fn role<'a>(&'a self, agent: &'a AgentName) -> Role<'a> {
-        let mut flights = self.flights.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut flights = self.flights();
         if let Some(flight) = flights.get(agent) {
             return Role::Wait(flight.landing.clone());
         }
@@ -445,10 +446,7 @@ impl ScopeResolver {
                 value: None,
             },
         );
-        self.flights
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(agent);
+        self.flights().remove(agent);
     }
 
     /// Drops every entry; no later call waits for a lookup that started
@@ -459,10 +457,7 @@ impl ScopeResolver {
         self.reset_generation
             .fetch_max(generation, Ordering::AcqRel);
         self.slots.clear();
-        self.flights
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        self.flights().clear();
     }
 
     /// How many agents currently have a cached project.
