@@ -1,12 +1,12 @@
 //! Compact JSON, byte for byte what `serde_json::to_vec` writes, with
-//! strings escaped 32 bytes at a time.
+//! strings escaped 64 bytes at a time.
 //!
 //! serde_json escapes a string byte by byte (about ten instructions per
 //! byte): for a read's 4 KiB window that was the largest single item of
 //! the request's profile. [`to_vec`] writes the same text: the structure,
 //! numbers and the rare escapes are serde_json's (numbers are handed to
 //! its serializer on the same buffer, a `RawValue` is written as it is),
-//! and a string is read 32 bytes at a time with vector comparisons that
+//! and a string is read 64 bytes at a time with vector comparisons that
 //! mark every byte JSON must escape (controls, `"` and `\`), clean runs
 //! copied whole. A long string
 //! that repeats the last long one, or its end (an MCP read's window, in
@@ -129,32 +129,59 @@ fn write_str(out: &mut Vec<u8>, text: &str) {
 /// appended in pieces (a `Debug` rendering written chunk by chunk) comes
 /// out as if appended whole.
 ///
-/// The text is read 32 bytes at a time: [`escapes`] marks every byte of a
+/// The text is read 64 bytes at a time: [`escapes`] marks every byte of a
 /// block that must be escaped, and each mark is escaped in turn, the clean
-/// runs between them copied whole. The tail (under 32 bytes, and every
-/// short string) is read byte by byte through the escape table.
+/// runs between them copied whole. The tail (under 64 bytes, and every
+/// short string) is checked the same way, copied into a block padded with
+/// spaces, unless it is shorter than [`SHORT`]: that is read byte by byte
+/// through the escape table, cheaper than the copy.
 pub fn push_escaped(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     let mut clean_from = 0;
     let (blocks, tail) = bytes.as_chunks::<BLOCK>();
     for (index, block) in blocks.iter().enumerate() {
-        let mut marks = escapes(block);
-        while marks != 0 {
-            let hit = index * BLOCK + marks.trailing_zeros() as usize;
-            push_clean_then_escape(out, bytes, clean_from, hit);
-            clean_from = hit + 1;
-            // The lowest mark, done.
-            marks &= marks - 1;
-        }
+        clean_from = push_marked(out, bytes, clean_from, index * BLOCK, escapes(block));
     }
     let base = blocks.len() * BLOCK;
-    for (at, &byte) in tail.iter().enumerate() {
-        if escape_char(byte) != 0 {
-            push_clean_then_escape(out, bytes, clean_from, base + at);
-            clean_from = base + at + 1;
+    if tail.len() < SHORT {
+        for (at, &byte) in tail.iter().enumerate() {
+            if escape_char(byte) != 0 {
+                push_clean_then_escape(out, bytes, clean_from, base + at);
+                clean_from = base + at + 1;
+            }
         }
+    } else {
+        // A longer tail is checked as a block too, padded with a byte
+        // that needs no escape: a log line's values, an answer's keys and
+        // short strings cost one check, not one look-up per byte.
+        let mut padded = [b' '; BLOCK];
+        if let Some(head) = padded.get_mut(..tail.len()) {
+            head.copy_from_slice(tail);
+        }
+        clean_from = push_marked(out, bytes, clean_from, base, escapes(&padded));
     }
     out.extend_from_slice(bytes.get(clean_from..).unwrap_or_default());
+}
+
+/// Escapes each byte `marks` marks in the block of `bytes` at `base` (bit
+/// `i` for `bytes[base + i]`), the clean bytes from `clean_from` before
+/// each copied whole; returns where the clean bytes start after them.
+#[inline]
+fn push_marked(
+    out: &mut Vec<u8>,
+    bytes: &[u8],
+    mut clean_from: usize,
+    base: usize,
+    mut marks: u64,
+) -> usize {
+    while marks != 0 {
+        let hit = base + marks.trailing_zeros() as usize;
+        push_clean_then_escape(out, bytes, clean_from, hit);
+        clean_from = hit + 1;
+        // The lowest mark, done.
+        marks &= marks - 1;
+    }
+    clean_from
 }
 
 /// Appends `bytes[clean_from..hit]` as it is, then serde_json's escape of
@@ -183,8 +210,8 @@ fn escape_char(byte: u8) -> u8 {
 }
 
 /// [`escape_char`] for every byte, made from its definition,
-/// [`escape_rule`]: a table is cheaper than a `match` in the loop over a
-/// short string's bytes.
+/// [`escape_rule`]: a table is cheaper than a `match` in a loop over
+/// bytes (a short tail's, [`escaped_len`]).
 const ESCAPES: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut rest: &mut [u8] = &mut table;
@@ -216,27 +243,34 @@ const fn escape_rule(byte: u8) -> u8 {
 /// itself ([`write_str`]).
 const LONG: usize = 1024;
 
+/// A tail shorter than this is escaped byte by byte ([`push_escaped`]).
+const SHORT: usize = 8;
+
 /// The bytes [`escapes`] looks at together.
-const BLOCK: usize = 32;
+const BLOCK: usize = 64;
 
 /// The bytes of `block` that JSON must escape (below 0x20, `"` and `\`),
-/// bit `i` for byte `i`: exact, every mark a byte to escape. Two 16-byte
-/// vectors (SSE2 on x86-64, NEON on ARM, plain arrays elsewhere): a
-/// control is a byte that the minimum with 0x1f leaves unchanged, and each
-/// vector's marks are the high bits of its comparisons.
-fn escapes(block: &[u8; BLOCK]) -> u32 {
+/// bit `i` for byte `i`: exact, every mark a byte to escape. Four 16-byte
+/// vectors (SSE2 on x86-64, NEON on ARM, plain arrays elsewhere). A
+/// control or a quote is a byte whose flip of bit 1 is at most 0x20 (the
+/// flip maps the controls onto themselves and `"`, 0x22, onto 0x20): one
+/// minimum and one comparison for both. Each vector's marks are the high
+/// bits of its comparisons.
+fn escapes(block: &[u8; BLOCK]) -> u64 {
     use wide::u8x16;
-    let half = |bytes: &[u8; 16]| {
+    let quarter = |bytes: &[u8; 16]| {
         let v = u8x16::new(*bytes);
-        let control = v.min(u8x16::splat(0x1f)).cmp_eq(v);
-        let quote = v.cmp_eq(u8x16::splat(b'"'));
+        let flipped = v ^ u8x16::splat(0x02);
+        let control_or_quote = flipped.min(u8x16::splat(0x20)).cmp_eq(flipped);
         let backslash = v.cmp_eq(u8x16::splat(b'\\'));
         // 16 bits, one per byte.
-        (control | quote | backslash).move_mask().cast_unsigned() & 0xffff
+        u64::from((control_or_quote | backslash).move_mask().cast_unsigned() & 0xffff)
     };
-    let (halves, _) = block.as_chunks::<16>();
-    let [low, high] = halves else { return 0 };
-    half(low) | (half(high) << 16)
+    let (quarters, _) = block.as_chunks::<16>();
+    quarters
+        .iter()
+        .enumerate()
+        .fold(0, |marks, (at, q)| marks | (quarter(q) << (16 * at)))
 }
 
 /// serde_json's name for the struct a `RawValue` serializes as.
@@ -751,7 +785,7 @@ mod tests {
     use serde::Serialize;
     use serde_json::{Value, json};
 
-    use super::{push_escaped, to_vec};
+    use super::{BLOCK, push_escaped, to_vec};
 
     fn same<T: Serialize + ?Sized + std::fmt::Debug>(value: &T) {
         let ours = to_vec(value).unwrap();
@@ -961,28 +995,28 @@ mod tests {
     #[test]
     fn a_blocks_marks_are_exactly_its_bytes_to_escape() {
         let needs = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
-        let marks = |block: &[u8; 32]| {
+        let marks = |block: &[u8; BLOCK]| {
             block
                 .iter()
                 .enumerate()
                 .filter(|(_, b)| needs(**b))
-                .fold(0u32, |marks, (i, _)| marks | (1 << i))
+                .fold(0u64, |marks, (i, _)| marks | (1 << i))
         };
         // Every byte value at every place of a block, over every
         // background byte, with a second byte after it.
         for background in 0..=255u8 {
             for byte in 0..=255u8 {
-                for at in 0..32 {
-                    let mut block = [background; 32];
+                for at in 0..BLOCK {
+                    let mut block = [background; BLOCK];
                     block[at] = byte;
-                    block[(at + 17) % 32] = byte.wrapping_add(background);
+                    block[(at + 17) % BLOCK] = byte.wrapping_add(background);
                     assert_eq!(super::escapes(&block), marks(&block), "{block:?}");
                 }
             }
         }
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..200_000 {
-            let block: [u8; 32] = std::array::from_fn(|_| match rng.below(40) {
+            let block: [u8; BLOCK] = std::array::from_fn(|_| match rng.below(40) {
                 0 => b'"',
                 1 => b'\\',
                 2 => rng.below(0x20) as u8,
@@ -997,7 +1031,7 @@ mod tests {
         // Escapes at each end of a block and of the byte-by-byte tail, for every
         // length up to three blocks.
         let mut rng = Rng(0x0123_4567_89ab_cdef);
-        for len in 0..=100 {
+        for len in 0..=3 * BLOCK + 4 {
             for _ in 0..50 {
                 let text: String = (0..len)
                     .map(|_| match rng.below(6) {
