@@ -64,7 +64,7 @@ impl<T: Serialize> IntoResponse for Envelope<T> {
         let status =
             StatusCode::from_u16(self.0.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         // What axum's `Json` writes, a long string (a read's window)
-        // escaped a word at a time (`acdm_core::json`).
+        // escaped 64 bytes at a time (`acdm_core::json`).
         let mut response = match acdm_core::json::to_vec(&self.0) {
             Ok(body) => {
                 let mut response = (status, body).into_response();

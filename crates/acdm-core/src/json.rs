@@ -253,9 +253,9 @@ const BLOCK: usize = 64;
 /// bit `i` for byte `i`: exact, every mark a byte to escape. Four 16-byte
 /// vectors (SSE2 on x86-64, NEON on ARM, plain arrays elsewhere). A
 /// control or a quote is a byte whose flip of bit 1 is at most 0x20 (the
-/// flip maps the controls onto themselves and `"`, 0x22, onto 0x20): one
-/// minimum and one comparison for both. Each vector's marks are the high
-/// bits of its comparisons.
+/// flip maps the controls, 0x00–0x1f, onto one another and `"`, 0x22,
+/// onto 0x20): one minimum and one comparison for both. Each vector's
+/// marks are the high bits of its comparisons.
 fn escapes(block: &[u8; BLOCK]) -> u64 {
     use wide::u8x16;
     let quarter = |bytes: &[u8; 16]| {
@@ -785,7 +785,7 @@ mod tests {
     use serde::Serialize;
     use serde_json::{Value, json};
 
-    use super::{BLOCK, push_escaped, to_vec};
+    use super::{BLOCK, SHORT, push_escaped, to_vec};
 
     fn same<T: Serialize + ?Sized + std::fmt::Debug>(value: &T) {
         let ours = to_vec(value).unwrap();
@@ -890,17 +890,20 @@ mod tests {
 
     #[test]
     fn the_output_is_serde_jsons_byte_for_byte() {
-        // Every ASCII byte, alone and at every offset of a run of words
-        // and past it.
-        let clean: String = ('a'..='z').cycle().take(72).collect();
+        // Every ASCII byte, alone and at every offset of a clean run and
+        // past it: runs of blocks ending in a byte-by-byte tail (under
+        // `SHORT`) and in a padded one.
         for byte in 0u8..0x80 {
             let c = char::from(byte);
             same(&c.to_string());
             same(&c);
-            for at in 0..=clean.len() {
-                let mut text = clean.clone();
-                text.insert(at, c);
-                same(&text);
+            for len in [BLOCK + SHORT - 2, 2 * BLOCK + SHORT] {
+                let clean: String = ('a'..='z').cycle().take(len).collect();
+                for at in 0..=clean.len() {
+                    let mut text = clean.clone();
+                    text.insert(at, c);
+                    same(&text);
+                }
             }
         }
         same("");
@@ -1028,8 +1031,8 @@ mod tests {
 
     #[test]
     fn strings_of_every_length_around_the_block_are_escaped_as_serde_json_escapes() {
-        // Escapes at each end of a block and of the byte-by-byte tail, for every
-        // length up to three blocks.
+        // Escapes at each end of a block and of the byte-by-byte and the
+        // padded tail, for every length up to three blocks.
         let mut rng = Rng(0x0123_4567_89ab_cdef);
         for len in 0..=3 * BLOCK + 4 {
             for _ in 0..50 {

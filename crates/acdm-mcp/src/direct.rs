@@ -147,7 +147,7 @@ pub(crate) async fn answer(
         }
         Err(error) => acdm_core::json::to_vec(&ServerJsonRpcMessage::error(error, Some(call.id))),
     };
-    // serde_json's bytes, the window escaped a word at a time.
+    // serde_json's bytes, the window escaped 64 bytes at a time.
     Ok(match body {
         Ok(body) => {
             let mut response = Response::new(Body::from(body));
