@@ -133,8 +133,8 @@ fn write_str(out: &mut Vec<u8>, text: &str) {
 /// block that must be escaped, and each mark is escaped in turn, the clean
 /// runs between them copied whole. The tail (under 64 bytes, and every
 /// short string) is checked the same way, copied into a block padded with
-/// spaces, unless it is shorter than [`SHORT`]: that is read byte by byte
-/// through the escape table, cheaper than the copy.
+/// spaces, unless it is shorter than [`SHORT`]: that is marked byte by
+/// byte through the escape table, cheaper than the copy.
 pub fn push_escaped(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     let mut clean_from = 0;
@@ -142,14 +142,11 @@ pub fn push_escaped(out: &mut Vec<u8>, text: &str) {
     for (index, block) in blocks.iter().enumerate() {
         clean_from = push_marked(out, bytes, clean_from, index * BLOCK, escapes(block));
     }
-    let base = blocks.len() * BLOCK;
-    if tail.len() < SHORT {
-        for (at, &byte) in tail.iter().enumerate() {
-            if escape_char(byte) != 0 {
-                push_clean_then_escape(out, bytes, clean_from, base + at);
-                clean_from = base + at + 1;
-            }
-        }
+    let marks = if tail.len() < SHORT {
+        tail.iter()
+            .enumerate()
+            .filter(|(_, byte)| escape_char(**byte) != 0)
+            .fold(0, |marks, (at, _)| marks | (1 << at))
     } else {
         // A longer tail is checked as a block too, padded with a byte
         // that needs no escape: a log line's values, an answer's keys and
@@ -158,8 +155,9 @@ pub fn push_escaped(out: &mut Vec<u8>, text: &str) {
         if let Some(head) = padded.get_mut(..tail.len()) {
             head.copy_from_slice(tail);
         }
-        clean_from = push_marked(out, bytes, clean_from, base, escapes(&padded));
-    }
+        escapes(&padded)
+    };
+    clean_from = push_marked(out, bytes, clean_from, blocks.len() * BLOCK, marks);
     out.extend_from_slice(bytes.get(clean_from..).unwrap_or_default());
 }
 
