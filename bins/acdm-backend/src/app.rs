@@ -15,7 +15,7 @@ use acdm_bff::pipeline::{AgentLimits, PipelineState};
 use acdm_bff::project::ProjectState;
 use acdm_bff::switch::KillSwitch;
 use acdm_core::limit::RateLimiter;
-use acdm_core::{ErrorCode, ScopeResolver, TokenDigest};
+use acdm_core::{ErrorCode, ScopeResolver, SharedToken};
 use acdm_journal::{Journal, Settled};
 use acdm_mcp::{McpMetrics, McpSettings, ReadLimits, ToolLimits};
 use acdm_sources::gitlab::{GitLabConfig, GitLabWiki};
@@ -119,14 +119,14 @@ impl AppState {
         let admin = config
             .admin_token
             .as_ref()
-            .and_then(|t| TokenDigest::of(t.expose_secret()))
-            .map(|digest| {
+            .and_then(|t| SharedToken::of(t.expose_secret()))
+            .map(|token| {
                 AdminState::new(
                     journal.clone(),
                     kill_switch.clone(),
                     resolver.clone(),
                     config.files_base.clone(),
-                    digest,
+                    token,
                 )
             });
         let console = config.admin_token.as_ref().and_then(|t| {

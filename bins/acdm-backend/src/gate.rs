@@ -4,7 +4,7 @@
 //! Deny by default. Every path is gated except an exact list of open probe
 //! paths and the operator API (which has its own token). A gated request
 //! needs exactly one `X-ACDM-Service-Auth` header equal to
-//! `ACDM_MCP_SERVICE_TOKEN`, compared as SHA-256 digests in constant time;
+//! `ACDM_MCP_SERVICE_TOKEN`, compared in constant time, its length hidden;
 //! without a configured token nothing passes. Refusal is HTTP 401 with the
 //! exact body `{"error":"service auth failed"}` — deliberately not a
 //! ToolResponse: it is a deployment problem, not something an LLM can fix.
@@ -21,7 +21,7 @@
 //! with 403: no browser is a client, and no CORS is offered.
 
 use acdm_bff::envelope::{Outcome, failure};
-use acdm_core::{ErrorCode, TokenDigest};
+use acdm_core::{ErrorCode, SharedToken};
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
@@ -70,17 +70,17 @@ pub fn classify(path: &str) -> PathClass {
     }
 }
 
-/// The gate's state: the digest of the configured token, if any.
+/// The gate's state: the configured token, if any.
 #[derive(Debug, Clone)]
 pub struct ServiceGate {
-    expected: Option<TokenDigest>,
+    expected: Option<SharedToken>,
 }
 
 impl ServiceGate {
     /// A gate for `token`; `None` (or empty) refuses every gated request.
     pub fn new(token: Option<&str>) -> Self {
         Self {
-            expected: token.and_then(TokenDigest::of),
+            expected: token.and_then(SharedToken::of),
         }
     }
 

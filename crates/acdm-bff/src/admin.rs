@@ -13,7 +13,7 @@ use std::sync::Arc;
 use acdm_core::domain::MemberRole;
 use acdm_core::events::{Actor, EventId, EventRef, EventStatus, StorageEvent};
 use acdm_core::{
-    AbsPath, AgentName, ErrorCode, MountName, ProjectName, ProjectSlug, ScopeResolver, TokenDigest,
+    AbsPath, AgentName, ErrorCode, MountName, ProjectName, ProjectSlug, ScopeResolver, SharedToken,
     ToolResponse, UserId,
 };
 use acdm_journal::Journal;
@@ -42,7 +42,7 @@ pub struct AdminState {
     store: Store,
     resolver: Arc<ScopeResolver>,
     files_base: AbsPath,
-    token: TokenDigest,
+    token: SharedToken,
     journal: Journal,
     switch: KillSwitch,
 }
@@ -50,13 +50,13 @@ pub struct AdminState {
 impl AdminState {
     /// The operator API over `journal`'s store, invalidating `resolver` on
     /// agent changes; default mounts go under `files_base`; callers must
-    /// present the token whose digest is `token`.
+    /// present `token`.
     pub fn new(
         journal: Journal,
         switch: KillSwitch,
         resolver: Arc<ScopeResolver>,
         files_base: AbsPath,
-        token: TokenDigest,
+        token: SharedToken,
     ) -> Self {
         Self {
             store: journal.store().clone(),

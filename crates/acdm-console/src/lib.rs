@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use acdm_bff::switch::KillSwitch;
 use acdm_core::events::{Actor, EventId, EventOp, EventStatus, Step, StorageEvent};
-use acdm_core::{AbsPath, AgentName, ProjectSlug, ScopeResolver, ThreadId, TokenDigest, UserId};
+use acdm_core::{AbsPath, AgentName, ProjectSlug, ScopeResolver, SharedToken, ThreadId, UserId};
 use acdm_journal::Journal;
 use acdm_sources::ReadRange;
 use acdm_store::{EventFilter, NC_WRITES_SWITCH, Store};
@@ -68,7 +68,7 @@ struct Inner {
     journal: Journal,
     switch: KillSwitch,
     resolver: Arc<ScopeResolver>,
-    token: TokenDigest,
+    token: SharedToken,
     key: SessionKey,
     secure_cookie: bool,
 }
@@ -86,7 +86,7 @@ impl ConsoleState {
         admin_token: &str,
         secure_cookie: bool,
     ) -> Option<Self> {
-        let token = TokenDigest::of(admin_token)?;
+        let token = SharedToken::of(admin_token)?;
         Some(Self {
             inner: Arc::new(Inner {
                 store: journal.store().clone(),

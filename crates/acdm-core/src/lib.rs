@@ -30,4 +30,4 @@ pub use names::{AgentName, MountName, ProjectName, ProjectSlug, RequestId, Threa
 pub use path::{AbsPath, PathError, PrefixError, RelPath};
 pub use protocol::{ErrorCode, ResponseCode, ToolResponse};
 pub use scope::{ProjectDirectory, ScopeError, ScopeResolver};
-pub use token::TokenDigest;
+pub use token::SharedToken;

@@ -265,8 +265,11 @@ impl Kind for Token {
             "must be visible ASCII without spaces (it travels in an HTTP header)"
         } else if text.len() < 32 {
             "must be at least 32 characters; generate one with `openssl rand -hex 32`"
-        } else if text.len() > 512 {
-            "must be at most 512 characters"
+        } else if text.len() > acdm_core::SharedToken::MAX_LEN {
+            return Err(format!(
+                "must be at most {} characters",
+                acdm_core::SharedToken::MAX_LEN
+            ));
         } else {
             return Ok(SecretString::from(text.to_owned()));
         };

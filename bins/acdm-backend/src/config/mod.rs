@@ -685,6 +685,10 @@ mod tests {
             "ACDM_MCP_SERVICE_TOKEN (from environment): must be at least 32",
         );
         check_invalid(
+            &[("ACDM_MCP_SERVICE_TOKEN", &"a".repeat(513))],
+            "ACDM_MCP_SERVICE_TOKEN (from environment): must be at most 512 characters",
+        );
+        check_invalid(
             &[("ACDM_MCP_SERVICE_TOKEN", "   ")],
             "ACDM_MCP_SERVICE_TOKEN (from environment): is blank",
         );
