@@ -17,7 +17,7 @@ use acdm_core::AbsPath;
 use http::HeaderValue;
 use percent_encoding::percent_decode_str;
 use secrecy::{ExposeSecret, SecretString};
-use url::Url;
+use url::{Position, Url};
 
 pub use dav::NextcloudFiles;
 pub use search::NextcloudSearch;
@@ -123,7 +123,10 @@ impl Endpoint {
             })?
             .extend(path.segments());
         let expected = self.dav_root_segments.iter().chain(path.segments());
-        let sound = url.origin() == self.dav_root.origin()
+        // Same scheme, credentials, host and port as the root: compared as
+        // written, which `origin()` would copy into new strings on each
+        // side, per call.
+        let sound = url[..Position::BeforePath] == self.dav_root[..Position::BeforePath]
             && decodes_to(url.path(), expected.map(String::as_str));
         if sound {
             Ok(url)
