@@ -119,7 +119,8 @@ impl DemoTokens {
             let Some((name, value)) = assignment.split_once('=') else {
                 return Err("a line is neither a comment nor NAME=value".to_owned());
             };
-            let valid = value.len() >= 32 && value.bytes().all(|b| b.is_ascii_graphic());
+            let valid = (32..=acdm_core::SharedToken::MAX_LEN).contains(&value.len())
+                && value.bytes().all(|b| b.is_ascii_graphic());
             let slot = match name.trim() {
                 Self::SERVICE => &mut service,
                 Self::ADMIN => &mut admin,
@@ -127,8 +128,9 @@ impl DemoTokens {
             };
             if !valid {
                 return Err(format!(
-                    "{} must be at least 32 visible ASCII characters",
-                    name.trim()
+                    "{} must be 32 to {} visible ASCII characters",
+                    name.trim(),
+                    acdm_core::SharedToken::MAX_LEN
                 ));
             }
             *slot = Some(value.to_owned());
@@ -709,12 +711,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join(TOKENS_FILE);
         for (text, problem) in [
-            ("export ACDM_MCP_SERVICE_TOKEN=short\n", "at least 32"),
             (
-                "ACDM_MCP_SERVICE_TOKEN=0123456789abcdef0123456789abcdef\n",
+                "export ACDM_MCP_SERVICE_TOKEN=short\n".to_owned(),
+                "32 to 512",
+            ),
+            // Longer than a token can be: it would never match.
+            (
+                format!("ACDM_MCP_SERVICE_TOKEN={}\n", "0123456789abcdef".repeat(33)),
+                "32 to 512",
+            ),
+            (
+                "ACDM_MCP_SERVICE_TOKEN=0123456789abcdef0123456789abcdef\n".to_owned(),
                 "are both needed",
             ),
-            ("nonsense\n", "neither a comment"),
+            ("nonsense\n".to_owned(), "neither a comment"),
         ] {
             std::fs::write(&file, text).unwrap();
             // Private, as the demo writes it (a file others could read is

@@ -77,7 +77,9 @@ pub struct ServiceGate {
 }
 
 impl ServiceGate {
-    /// A gate for `token`; `None` (or empty) refuses every gated request.
+    /// A gate for `token`; `None` (or empty, or longer than
+    /// [`SharedToken::MAX_LEN`], which the configuration refuses) refuses
+    /// every gated request.
     pub fn new(token: Option<&str>) -> Self {
         Self {
             expected: token.and_then(SharedToken::of),

@@ -14,18 +14,30 @@
 //! An earlier form compared SHA-256 digests of both sides, which hides the
 //! same things but costs a digest per request: two 64-byte blocks for a
 //! 64-character token, 7,600 instructions without the SHA extensions,
-//! 6 % of a file read's (`docs/performance.md`). This comparison costs a
+//! 6.7 % of a file read's (`docs/performance.md`). This comparison costs a
 //! copy of the presented bytes and a pass over 512 bytes.
+
+use std::sync::Arc;
 
 use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
 /// The configured token, padded, for comparisons in constant time. Its
-/// bytes are zeroed when it is dropped and never printed.
+/// bytes are never printed, and zeroed when the last clone is dropped;
+/// a clone (a handler's state, per request) copies no bytes.
 #[derive(Clone)]
 pub struct SharedToken {
-    padded: Box<[u8; SharedToken::MAX_LEN]>,
+    padded: Arc<Padded>,
     len: u64,
+}
+
+/// A token's bytes followed by zeros, zeroed on drop.
+struct Padded([u8; SharedToken::MAX_LEN]);
+
+impl Drop for Padded {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
 }
 
 impl SharedToken {
@@ -42,7 +54,7 @@ impl SharedToken {
             return None;
         }
         Some(Self {
-            padded: Box::new(padded(bytes)?),
+            padded: Arc::new(Padded(padded(bytes)?)),
             len: bytes.len() as u64,
         })
     }
@@ -55,10 +67,12 @@ impl SharedToken {
             return false;
         };
         // Every word of both buffers, XORed and ORed together: no branch
-        // on their bytes, and the sum is hidden from the optimiser before
-        // the one comparison that decides.
+        // on their bytes. `black_box` keeps the optimiser from deciding
+        // on the sum early (a best effort: Rust promises no constant
+        // time), and `subtle` makes the one comparison that decides.
         let differ = self
             .padded
+            .0
             .chunks_exact(8)
             .zip(other.chunks_exact(8))
             .fold(0u64, |acc, (a, b)| acc | (word(a) ^ word(b)));
@@ -80,12 +94,6 @@ fn word(bytes: &[u8]) -> u64 {
     let mut word = [0u8; 8];
     word.copy_from_slice(bytes);
     u64::from_ne_bytes(word)
-}
-
-impl Drop for SharedToken {
-    fn drop(&mut self) {
-        self.padded.zeroize();
-    }
 }
 
 impl std::fmt::Debug for SharedToken {
@@ -145,6 +153,7 @@ mod tests {
         assert!(SharedToken::of(&longer).is_none(), "over the limit");
     }
 
+    /// Refused before the copy into a buffer, which could not hold it.
     #[test]
     fn a_presented_value_longer_than_any_token_never_matches() {
         let expected = SharedToken::of("0123456789abcdef0123456789abcdef").unwrap();

@@ -123,12 +123,12 @@ settings! {
         /// missing.
         data_dir: PathBuf = "ACDM_DATA_DIR", default "./data", Folder;
         /// Shared service token callers send in `X-ACDM-Service-Auth`. Empty refuses every `/mcp`
-        /// and `/agent-tools` request (and `/readyz` says so). Otherwise at least 32 visible ASCII
+        /// and `/agent-tools` request (and `/readyz` says so). Otherwise 32 to 512 visible ASCII
         /// characters: `openssl rand -hex 32`.
         service_token: Option<SecretString> = "ACDM_MCP_SERVICE_TOKEN",
             default "(empty)", Optional(Token);
         /// Bearer token of the operator API at `/admin`. Empty disables the API (every `/admin`
-        /// path is 404). At least 32 visible ASCII characters, and never the service token.
+        /// path is 404). 32 to 512 visible ASCII characters, and never the service token.
         admin_token: Option<SecretString> = "ACDM_ADMIN_TOKEN", default "(empty)", Optional(Token);
         /// The operator console (`/console`, enabled with the admin token) is reached over HTTPS
         /// (a TLS-terminating proxy in front): its session cookie is marked `Secure`. Set it
@@ -684,6 +684,11 @@ mod tests {
             &[("ACDM_MCP_SERVICE_TOKEN", "short")],
             "ACDM_MCP_SERVICE_TOKEN (from environment): must be at least 32",
         );
+        // The longest token a `SharedToken` holds is accepted, one more is not.
+        let longest = "a".repeat(acdm_core::SharedToken::MAX_LEN);
+        let c = load(&[("ACDM_MCP_SERVICE_TOKEN", &longest)]).unwrap();
+        let kept = acdm_core::SharedToken::of(c.service_token.unwrap().expose_secret()).unwrap();
+        assert!(kept.matches(longest.as_bytes()));
         check_invalid(
             &[("ACDM_MCP_SERVICE_TOKEN", &"a".repeat(513))],
             "ACDM_MCP_SERVICE_TOKEN (from environment): must be at most 512 characters",
