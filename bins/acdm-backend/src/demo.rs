@@ -119,19 +119,13 @@ impl DemoTokens {
             let Some((name, value)) = assignment.split_once('=') else {
                 return Err("a line is neither a comment nor NAME=value".to_owned());
             };
-            let valid = (32..=acdm_core::SharedToken::MAX_LEN).contains(&value.len())
-                && value.bytes().all(|b| b.is_ascii_graphic());
             let slot = match name.trim() {
                 Self::SERVICE => &mut service,
                 Self::ADMIN => &mut admin,
                 other => return Err(format!("unknown setting `{other}`")),
             };
-            if !valid {
-                return Err(format!(
-                    "{} must be 32 to {} visible ASCII characters",
-                    name.trim(),
-                    acdm_core::SharedToken::MAX_LEN
-                ));
+            if let Some(problem) = crate::config::token_problem(value) {
+                return Err(format!("{} {problem}", name.trim()));
             }
             *slot = Some(value.to_owned());
         }
@@ -713,12 +707,12 @@ mod tests {
         for (text, problem) in [
             (
                 "export ACDM_MCP_SERVICE_TOKEN=short\n".to_owned(),
-                "32 to 512",
+                "ACDM_MCP_SERVICE_TOKEN must be at least 32 characters",
             ),
             // Longer than a token can be: it would never match.
             (
                 format!("ACDM_MCP_SERVICE_TOKEN={}\n", "0123456789abcdef".repeat(33)),
-                "32 to 512",
+                "ACDM_MCP_SERVICE_TOKEN must be at most 512 characters",
             ),
             (
                 "ACDM_MCP_SERVICE_TOKEN=0123456789abcdef0123456789abcdef\n".to_owned(),

@@ -42,6 +42,13 @@ use kinds::{
 pub use reader::Setting;
 use reader::{EnvironmentStrings, Reader};
 
+/// What is wrong with `text` as a token (`ACDM_MCP_SERVICE_TOKEN`,
+/// `ACDM_ADMIN_TOKEN`) by the settings' own rule, or `None` (the demo's
+/// token file holds such tokens outside the settings).
+pub(crate) fn token_problem(text: &str) -> Option<String> {
+    kinds::Kind::parse(&Token, text).err()
+}
+
 /// Declares every setting once. Each entry is its doc comment (the
 /// operator-facing text of `docs/config.md`, also the field's rustdoc) and
 /// `field: Type = "NAME", default "text", kind;`. It generates:
