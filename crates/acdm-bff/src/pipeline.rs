@@ -21,7 +21,7 @@ use acdm_core::project::ProjectOp;
 use acdm_core::scope::Scope;
 use acdm_core::{ErrorCode, Identity, IdentityError, ScopeResolver, headers};
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
@@ -72,9 +72,12 @@ impl AgentLimits {
         ];
         for (rate, what, prefix) in budgets {
             let Some(rate) = rate else { continue };
-            if let Admission::Limited { retry_after } =
-                self.limiter.admit(&format!("{prefix}:{agent}"), rate).await
-            {
+            // The key by hand: `format!` cost more than the look-up.
+            let mut key = String::with_capacity(prefix.len() + 1 + agent.len());
+            key.push_str(prefix);
+            key.push(':');
+            key.push_str(agent);
+            if let Admission::Limited { retry_after } = self.limiter.admit(&key, rate).await {
                 return Err(rate_limited(agent, what, rate, retry_after));
             }
         }
@@ -193,7 +196,19 @@ struct MissingHeaders {
 
 /// One header's value: absent, or its text (`Err` when it is not visible
 /// ASCII/UTF-8 or given more than once).
-fn one_header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, &'static str> {
+/// [`headers::IDENTITY`] as `http` spells header names (lowercase), in
+/// the same order: a lookup by text parses and lowercases the name on
+/// every call, three times per request.
+const IDENTITY_NAMES: [HeaderName; 3] = [
+    HeaderName::from_static("x-acdm-user-id"),
+    HeaderName::from_static("x-acdm-agent-name"),
+    HeaderName::from_static("x-acdm-thread-id"),
+];
+
+fn one_header<'a>(
+    headers: &'a HeaderMap,
+    name: &HeaderName,
+) -> Result<Option<&'a str>, &'static str> {
     let mut values = headers.get_all(name).iter();
     match (values.next(), values.next()) {
         (None, _) => Ok(None),
@@ -205,8 +220,12 @@ fn one_header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>,
 /// Reads the identity headers (spec §3.2).
 pub fn identity_from(headers: &HeaderMap) -> Result<Identity, Failure> {
     let mut values = [None; 3];
-    for (slot, name) in values.iter_mut().zip(headers::IDENTITY) {
-        *slot = one_header(headers, name).map_err(|problem| {
+    for ((slot, key), name) in values
+        .iter_mut()
+        .zip(&IDENTITY_NAMES)
+        .zip(headers::IDENTITY)
+    {
+        *slot = one_header(headers, key).map_err(|problem| {
             Failure::new(
                 ErrorCode::ValidationError,
                 format!("the {name} header {problem}"),
@@ -405,5 +424,16 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(identity.agent_name().as_str(), "project-a");
+    }
+
+    #[test]
+    fn the_identity_header_names_are_the_protocols_in_its_order() {
+        for (name, canonical) in IDENTITY_NAMES.iter().zip(headers::IDENTITY) {
+            assert!(
+                name.as_str().eq_ignore_ascii_case(canonical),
+                "{name} for {canonical}"
+            );
+        }
+        assert_eq!(IDENTITY_NAMES.len(), headers::IDENTITY.len());
     }
 }
