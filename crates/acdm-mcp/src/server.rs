@@ -301,13 +301,33 @@ impl ToolLimits {
         let Some(rate) = self.per_tool else {
             return Ok(());
         };
-        match self.limiter.admit(&format!("tool:{tool}"), rate).await {
+        match self.limiter.admit(&limit_key(tool), rate).await {
             Admission::Allowed => Ok(()),
             Admission::Limited { retry_after } => {
                 Err(Failure::rate_limited(tool, rate, retry_after))
             }
         }
     }
+}
+
+/// Each tool's key in the limiter, `tool:<name>`, written out: a
+/// `format!` per call cost more than the check it keys.
+const TOOL_KEYS: [(&str, &str); 4] = [
+    (SEARCH_WIKI, "tool:acdm_search_wiki"),
+    (READ_WIKI, "tool:acdm_read_wiki_file"),
+    (SEARCH_NEXTCLOUD, "tool:acdm_search_nextcloud"),
+    (READ_NEXTCLOUD, "tool:acdm_read_nextcloud_file"),
+];
+
+/// `tool`'s key in the limiter: `tool:<name>`.
+fn limit_key(tool: &str) -> std::borrow::Cow<'static, str> {
+    TOOL_KEYS
+        .iter()
+        .find(|(name, _)| *name == tool)
+        .map_or_else(
+            || std::borrow::Cow::Owned(format!("tool:{tool}")),
+            |(_, key)| std::borrow::Cow::Borrowed(*key),
+        )
 }
 
 /// The MCP server: cheap to clone (one per request in stateless mode).
@@ -504,6 +524,19 @@ impl ServerHandler for KnowledgeServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_tools_limit_key_is_its_name_after_tool() {
+        for tool in [SEARCH_WIKI, READ_WIKI, SEARCH_NEXTCLOUD, READ_NEXTCLOUD] {
+            let key = limit_key(tool);
+            assert!(
+                matches!(key, std::borrow::Cow::Borrowed(_)),
+                "{tool}: written out"
+            );
+            assert_eq!(key, format!("tool:{tool}"));
+        }
+        assert_eq!(limit_key("acdm_other"), "tool:acdm_other");
+    }
 
     /// The size of the future `call` returns, without calling it.
     fn future_size<A, B, C, F>(_call: fn(A, B, C) -> F) -> usize {
