@@ -613,11 +613,20 @@ fn lies_loosely_under(raw: &str, folder: &AbsPath) -> bool {
     let loose = loosened(raw);
     let resolved = resolve_loosely(&loose);
     let folder = folder.segments();
-    resolved.len() >= folder.len()
-        && resolved
-            .iter()
-            .zip(folder)
-            .all(|(a, b)| *a == b.to_lowercase())
+    resolved.len() >= folder.len() && resolved.iter().zip(folder).all(|(a, b)| same_lowered(a, b))
+}
+
+/// Whether `lowered` (lower-cased already) is `segment` lower-cased. An
+/// ASCII segment (every folder the server names) is compared in place; a
+/// lower-cased copy per segment and call was most of a read's check.
+fn same_lowered(lowered: &str, segment: &str) -> bool {
+    if segment.is_ascii() {
+        // `lowered` has no upper-case ASCII letter, and its other bytes
+        // match only themselves.
+        lowered.eq_ignore_ascii_case(segment)
+    } else {
+        *lowered == segment.to_lowercase()
+    }
 }
 
 /// `raw` lower-cased, with `%2e`/`%2f`/`%5c` decoded and backslashes as
@@ -1004,7 +1013,7 @@ impl Tools {
             content_type: window.content_type,
             content: rendered.content,
         };
-        let text = read_text(&output, &output.path.clone());
+        let text = read_text(&output, &output.path);
         read_success(output, text)
     }
 }
@@ -1056,24 +1065,38 @@ impl Tools {
 }
 
 fn read_text(output: &ReadOutput, what: &str) -> String {
+    use std::fmt::Write as _;
     let end = output.offset + output.returned_bytes;
-    let size = output.size.map(|s| format!(" of {s}")).unwrap_or_default();
-    let mut text = format!("{what}: bytes {}–{end}{size}", output.offset);
+    // One buffer with room for the content: the heading's pieces were
+    // strings of their own, and the content's copy grew the buffer again.
+    let mut text = String::with_capacity(what.len() + HEADING_ROOM + output.content.len());
+    // Writing into a `String` cannot fail.
+    let _ = write!(text, "{what}: bytes {}–{end}", output.offset);
+    if let Some(size) = output.size {
+        let _ = write!(text, " of {size}");
+    }
     if let Some(next) = output.next_offset {
-        text.push_str(&format!(" (truncated; continue with offset={next})"));
+        let _ = write!(text, " (truncated; continue with offset={next})");
     }
     match output.encoding {
         Encoding::Text => {
             text.push_str("\n\n");
             text.push_str(&output.content);
         }
-        Encoding::Base64 => text.push_str(&format!(
-            "\nbinary content ({}), base64 in the structured result's `content`",
-            output.content_type.as_deref().unwrap_or("unknown type")
-        )),
+        Encoding::Base64 => {
+            let _ = write!(
+                text,
+                "\nbinary content ({}), base64 in the structured result's `content`",
+                output.content_type.as_deref().unwrap_or("unknown type")
+            );
+        }
     }
     text
 }
+
+/// Room for a read's heading besides the name it reads: its numbers and
+/// words, and a content type.
+const HEADING_ROOM: usize = 192;
 
 /// The query, shortened for logs.
 pub(crate) fn log_query(arguments: Option<&serde_json::Map<String, serde_json::Value>>) -> String {
@@ -1329,6 +1352,47 @@ mod tests {
             "/Projects/.acdm-trash-not/x",
         ] {
             assert!(!names_the_trash(path, &trash), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_lowered_segment_matches_as_a_lower_cased_copy_would() {
+        let words = [
+            "",
+            "a",
+            "A",
+            "alpha",
+            "Alpha",
+            "ALPHA",
+            "alphA",
+            "alph",
+            ".acdm-trash",
+            ".ACDM-Trash",
+            "Projekte",
+            "Größe",
+            "GRÖSSE",
+            "größe",
+            "ΟΔΟΣ",
+            "οδος",
+            "οδοσ",
+            "K",
+            "\u{212a}",
+            "k",
+            "İ",
+            "i̇",
+            "x%2e",
+            "ǅ",
+            "ǆ",
+        ];
+        for raw in words {
+            let lowered = raw.to_lowercase();
+            for segment in words {
+                assert_eq!(
+                    same_lowered(&lowered, segment),
+                    lowered == segment.to_lowercase(),
+                    "{raw:?} against {segment:?}"
+                );
+            }
         }
     }
 }
