@@ -283,13 +283,8 @@ impl FileReader for NextcloudFiles {
     }
 
     async fn read(&self, path: &AbsPath, range: ReadRange) -> Result<ReadStream, SourceError> {
-        let last = range.offset.saturating_add(range.len - 1);
         let mut headers = HeaderMap::new();
-        headers.insert(
-            header::RANGE,
-            HeaderValue::from_str(&format!("bytes={}-{last}", range.offset))
-                .map_err(|_| SourceError::InvalidRequest("invalid range".to_owned()))?,
-        );
+        headers.insert(header::RANGE, range_header(range)?);
         let response = self
             .call(Idempotency::Read, Method::GET, path, headers, None)
             .await?;
@@ -526,9 +521,44 @@ fn content_range(headers: &HeaderMap) -> Option<(u64, Option<u64>)> {
     Some((start.parse().ok()?, total))
 }
 
+/// The `Range` header of `range`: `bytes=<first>-<last>`, both inclusive,
+/// the last byte saturating at `u64::MAX`. Written by hand: a `format!`
+/// and its copy into the header were a read's largest formatting.
+fn range_header(range: ReadRange) -> Result<HeaderValue, SourceError> {
+    let last = range.offset.saturating_add(range.len.saturating_sub(1));
+    let mut value = Vec::with_capacity(48);
+    value.extend_from_slice(b"bytes=");
+    value.extend_from_slice(itoa::Buffer::new().format(range.offset).as_bytes());
+    value.push(b'-');
+    value.extend_from_slice(itoa::Buffer::new().format(last).as_bytes());
+    HeaderValue::from_maybe_shared(bytes::Bytes::from(value))
+        .map_err(|_| SourceError::InvalidRequest("invalid range".to_owned()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_range_header_names_the_first_and_last_byte_as_format_writes_them() {
+        for (offset, len) in [
+            (0, 1),
+            (0, 4096),
+            (9, 10),
+            (4095, 1),
+            (1 << 40, 65_536),
+            (u64::MAX - 1, 1),
+            (u64::MAX - 5, 100),
+            (u64::MAX, 1),
+        ] {
+            let range = ReadRange::new(offset, len);
+            let last = offset.saturating_add(range.len - 1);
+            assert_eq!(
+                range_header(range).unwrap().to_str().unwrap(),
+                format!("bytes={offset}-{last}")
+            );
+        }
+    }
 
     #[test]
     fn content_range_headers_are_read_strictly() {
