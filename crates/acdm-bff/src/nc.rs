@@ -429,13 +429,14 @@ impl Ctx {
         }
         let mount = self.mount(body.mount.as_deref()).await?;
         let (rel, abs) = self.path(&mount, &body.rel_path, "rel_path", false)?;
-        let shown = format!("/{rel}");
+        // The path as a failure shows it: made only for one.
+        let shown = || format!("/{rel}");
         let failure = |e: SourceError| match e {
             SourceError::Conflict(_) => Failure::new(
                 ErrorCode::Conflict,
-                format!("`{shown}` is a folder; list it instead"),
+                format!("`{}` is a folder; list it instead", shown()),
             ),
-            other => self.source_failure(other, &mount, &shown),
+            other => self.source_failure(other, &mount, &shown()),
         };
         let stream = self
             .state
@@ -447,18 +448,22 @@ impl Ctx {
         if let Some(size) = past_the_end(&window, body.offset) {
             return Err(invalid_field(
                 "offset",
-                format!("{} is past the end of `{shown}` ({size} bytes)", body.offset),
+                format!(
+                    "{} is past the end of `{}` ({size} bytes)",
+                    body.offset,
+                    shown()
+                ),
             )
             .with_suggested_action("Read from offset 0, or continue with the next_offset a truncated answer gave; there is nothing after the last byte."));
         }
         let rendered = render(&window, len);
         let message = match rendered.next_offset {
             Some(next) => format!(
-                "{} bytes of {}:{shown} from offset {}; continue with offset {next}",
+                "{} bytes of {}:/{rel} from offset {}; continue with offset {next}",
                 rendered.returned_bytes, mount.name, window.offset
             ),
             None => format!(
-                "{} bytes of {}:{shown} from offset {} (end of file)",
+                "{} bytes of {}:/{rel} from offset {} (end of file)",
                 rendered.returned_bytes, mount.name, window.offset
             ),
         };

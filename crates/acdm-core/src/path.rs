@@ -191,7 +191,14 @@ impl RelPath {
 
 impl fmt::Display for RelPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.segments.join("/"))
+        // Segment by segment: a joined copy was an allocation per display.
+        for (index, segment) in self.segments.iter().enumerate() {
+            if index > 0 {
+                f.write_str("/")?;
+            }
+            f.write_str(segment)?;
+        }
+        Ok(())
     }
 }
 
@@ -340,7 +347,14 @@ impl AbsPath {
 
 impl fmt::Display for AbsPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "/{}", self.segments.join("/"))
+        if self.segments.is_empty() {
+            return f.write_str("/");
+        }
+        for segment in &self.segments {
+            f.write_str("/")?;
+            f.write_str(segment)?;
+        }
+        Ok(())
     }
 }
 
@@ -381,6 +395,32 @@ impl From<AbsPath> for String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_display_as_their_segments_joined() {
+        for text in [
+            "",
+            "a",
+            "a/b",
+            "docs/report.md",
+            "x/y/z/w.txt",
+            "Größe/ΟΔΟΣ/a b",
+        ] {
+            let rel = RelPath::parse_dir(text).unwrap();
+            let segments: Vec<String> = text
+                .split('/')
+                .filter(|s| !s.is_empty() && *s != ".")
+                .map(text::nfc)
+                .collect();
+            assert_eq!(rel.to_string(), segments.join("/"), "{text:?}");
+            let abs = AbsPath::parse(&format!("/{text}")).unwrap();
+            assert_eq!(
+                abs.to_string(),
+                format!("/{}", segments.join("/")),
+                "{text:?}"
+            );
+        }
+    }
     use SegmentError::*;
 
     /// What a case expects: the normalised path, or the error.
