@@ -195,9 +195,22 @@ async fn list_mounts_list_read_and_search_see_the_project_folder() {
         windows += 1;
         if d["truncated"] == false {
             assert!(d["next_offset"].is_null(), "{w}");
+            assert_eq!(
+                w["message"],
+                format!("{returned} bytes of project:/big.txt from offset {offset} (end of file)"),
+                "{w}"
+            );
             break;
         }
         assert_eq!(d["next_offset"], offset + returned, "{w}");
+        assert_eq!(
+            w["message"],
+            format!(
+                "{returned} bytes of project:/big.txt from offset {offset}; continue with offset {}",
+                offset + returned
+            ),
+            "{w}"
+        );
         offset += returned;
         assert!(windows < 100, "never ends");
     }
@@ -214,7 +227,15 @@ async fn list_mounts_list_read_and_search_see_the_project_folder() {
     )
     .await;
     let message = past["message"].as_str().unwrap();
-    assert!(message.contains(&big.len().to_string()), "{past}");
+    assert_eq!(
+        message,
+        format!(
+            "offset: {} is past the end of `/big.txt` ({} bytes)",
+            big.len(),
+            big.len()
+        ),
+        "{past}"
+    );
     assert_eq!(past["data"]["errors"][0]["field"], "offset", "{past}");
 
     // Search: names inside this project only, relative to the mount.

@@ -72,17 +72,24 @@ impl AgentLimits {
         ];
         for (rate, what, prefix) in budgets {
             let Some(rate) = rate else { continue };
-            // The key by hand: `format!` cost more than the look-up.
-            let mut key = String::with_capacity(prefix.len() + 1 + agent.len());
-            key.push_str(prefix);
-            key.push(':');
-            key.push_str(agent);
-            if let Admission::Limited { retry_after } = self.limiter.admit(&key, rate).await {
+            if let Admission::Limited { retry_after } =
+                self.limiter.admit(&limit_key(prefix, agent), rate).await
+            {
                 return Err(rate_limited(agent, what, rate, retry_after));
             }
         }
         Ok(())
     }
+}
+
+/// An agent's key in the limiter, `<prefix>:<agent>`, joined by hand:
+/// `format!` cost more than the look-up it keys.
+fn limit_key(prefix: &str, agent: &str) -> String {
+    let mut key = String::with_capacity(prefix.len() + 1 + agent.len());
+    key.push_str(prefix);
+    key.push(':');
+    key.push_str(agent);
+    key
 }
 
 /// The answer to a call over its agent's limit: 429 `rate_limited`, with
@@ -194,17 +201,17 @@ struct MissingHeaders {
     missing: Vec<&'static str>,
 }
 
-/// One header's value: absent, or its text (`Err` when it is not visible
-/// ASCII/UTF-8 or given more than once).
 /// [`headers::IDENTITY`] as `http` spells header names (lowercase), in
 /// the same order: a lookup by text parses and lowercases the name on
 /// every call, three times per request.
-const IDENTITY_NAMES: [HeaderName; 3] = [
+const IDENTITY_NAMES: [HeaderName; headers::IDENTITY.len()] = [
     HeaderName::from_static("x-acdm-user-id"),
     HeaderName::from_static("x-acdm-agent-name"),
     HeaderName::from_static("x-acdm-thread-id"),
 ];
 
+/// One header's value: absent, or its text (`Err` when it is not visible
+/// ASCII/UTF-8 or given more than once).
 fn one_header<'a>(
     headers: &'a HeaderMap,
     name: &HeaderName,
@@ -434,6 +441,40 @@ mod tests {
                 "{name} for {canonical}"
             );
         }
-        assert_eq!(IDENTITY_NAMES.len(), headers::IDENTITY.len());
+    }
+
+    #[test]
+    fn a_header_problem_is_told_with_the_headers_protocol_spelling() {
+        let failure = identity_from(&headers(&[
+            ("x-acdm-user-id", "u-1"),
+            ("x-acdm-user-id", "u-2"),
+        ]))
+        .unwrap_err();
+        assert_eq!(
+            failure.envelope().message(),
+            "the X-ACDM-User-Id header is given more than once"
+        );
+        let mut map = headers(&[("x-acdm-user-id", "u-1")]);
+        map.insert(
+            "x-acdm-thread-id",
+            HeaderValue::from_bytes(b"t-\xff").unwrap(),
+        );
+        let failure = identity_from(&map).unwrap_err();
+        assert_eq!(
+            failure.envelope().message(),
+            "the X-ACDM-Thread-Id header is not valid text"
+        );
+    }
+
+    #[test]
+    fn an_agents_limit_key_is_its_prefix_and_name() {
+        for (prefix, agent) in [
+            ("agent", "project-alpha"),
+            ("agent-writes", "project-alpha"),
+            ("agent", ""),
+            ("agent", "é-agent:x"),
+        ] {
+            assert_eq!(limit_key(prefix, agent), format!("{prefix}:{agent}"));
+        }
     }
 }

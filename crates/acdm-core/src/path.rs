@@ -396,9 +396,11 @@ impl From<AbsPath> for String {
 mod tests {
     use super::*;
 
+    use SegmentError::*;
+
     #[test]
     fn paths_display_as_their_segments_joined() {
-        for text in [
+        for written in [
             "",
             "a",
             "a/b",
@@ -406,22 +408,21 @@ mod tests {
             "x/y/z/w.txt",
             "Größe/ΟΔΟΣ/a b",
         ] {
-            let rel = RelPath::parse_dir(text).unwrap();
-            let segments: Vec<String> = text
+            let rel = RelPath::parse_dir(written).unwrap();
+            let segments: Vec<String> = written
                 .split('/')
                 .filter(|s| !s.is_empty() && *s != ".")
                 .map(text::nfc)
                 .collect();
-            assert_eq!(rel.to_string(), segments.join("/"), "{text:?}");
-            let abs = AbsPath::parse(&format!("/{text}")).unwrap();
+            assert_eq!(rel.to_string(), segments.join("/"), "{written:?}");
+            let abs = AbsPath::parse(&format!("/{written}")).unwrap();
             assert_eq!(
                 abs.to_string(),
                 format!("/{}", segments.join("/")),
-                "{text:?}"
+                "{written:?}"
             );
         }
     }
-    use SegmentError::*;
 
     /// What a case expects: the normalised path, or the error.
     enum Want {

@@ -617,8 +617,9 @@ fn lies_loosely_under(raw: &str, folder: &AbsPath) -> bool {
 }
 
 /// Whether `lowered` (lower-cased already) is `segment` lower-cased. An
-/// ASCII segment (every folder the server names) is compared in place; a
-/// lower-cased copy per segment and call was most of a read's check.
+/// ASCII segment (the usual case, and `.acdm-trash` always) is compared
+/// in place; a lower-cased copy per segment and call was most of a
+/// read's check.
 fn same_lowered(lowered: &str, segment: &str) -> bool {
     if segment.is_ascii() {
         // `lowered` has no upper-case ASCII letter, and its other bytes
@@ -1069,7 +1070,11 @@ fn read_text(output: &ReadOutput, what: &str) -> String {
     let end = output.offset + output.returned_bytes;
     // One buffer with room for the content: the heading's pieces were
     // strings of their own, and the content's copy grew the buffer again.
-    let mut text = String::with_capacity(what.len() + HEADING_ROOM + output.content.len());
+    let content = match output.encoding {
+        Encoding::Text => output.content.len(),
+        Encoding::Base64 => 0,
+    };
+    let mut text = String::with_capacity(what.len() + HEADING_ROOM + content);
     // Writing into a `String` cannot fail.
     let _ = write!(text, "{what}: bytes {}–{end}", output.offset);
     if let Some(size) = output.size {
@@ -1352,6 +1357,59 @@ mod tests {
             "/Projects/.acdm-trash-not/x",
         ] {
             assert!(!names_the_trash(path, &trash), "{path}");
+        }
+    }
+
+    /// `read_text` as it was written before it wrote into one buffer.
+    fn read_text_by_format(output: &ReadOutput, what: &str) -> String {
+        let end = output.offset + output.returned_bytes;
+        let size = output.size.map(|s| format!(" of {s}")).unwrap_or_default();
+        let mut text = format!("{what}: bytes {}–{end}{size}", output.offset);
+        if let Some(next) = output.next_offset {
+            text.push_str(&format!(" (truncated; continue with offset={next})"));
+        }
+        match output.encoding {
+            Encoding::Text => {
+                text.push_str("\n\n");
+                text.push_str(&output.content);
+            }
+            Encoding::Base64 => text.push_str(&format!(
+                "\nbinary content ({}), base64 in the structured result's `content`",
+                output.content_type.as_deref().unwrap_or("unknown type")
+            )),
+        }
+        text
+    }
+
+    #[test]
+    fn a_reads_text_is_its_heading_and_content_as_format_wrote_them() {
+        for encoding in [Encoding::Text, Encoding::Base64] {
+            for size in [None, Some(4096)] {
+                for next_offset in [None, Some(1024)] {
+                    for content_type in [None, Some("image/png".to_owned())] {
+                        let output = ReadOutput {
+                            path: "/Projects/Alpha/docs/report.md".to_owned(),
+                            git_ref: None,
+                            project_name: Some("Alpha".to_owned()),
+                            size,
+                            offset: 512,
+                            returned_bytes: 512,
+                            truncated: next_offset.is_some(),
+                            next_offset,
+                            encoding,
+                            content_type,
+                            content: "line one\nline \"two\" – ünïcode\n".repeat(40),
+                        };
+                        for what in ["/Projects/Alpha/docs/report.md", "wiki file a.md at main"] {
+                            assert_eq!(
+                                read_text(&output, what),
+                                read_text_by_format(&output, what),
+                                "{encoding:?} {size:?} {next_offset:?}"
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -522,7 +522,8 @@ fn content_range(headers: &HeaderMap) -> Option<(u64, Option<u64>)> {
 }
 
 /// The `Range` header of `range`: `bytes=<first>-<last>`, both inclusive,
-/// the last byte saturating at `u64::MAX`. Written by hand: a `format!`
+/// the last byte saturating at `u64::MAX` (a zero length, which
+/// [`ReadRange::new`] never makes, asks for the first byte). Written by hand: a `format!`
 /// and its copy into the header were a read's largest formatting.
 fn range_header(range: ReadRange) -> Result<HeaderValue, SourceError> {
     let last = range.offset.saturating_add(range.len.saturating_sub(1));
@@ -558,6 +559,8 @@ mod tests {
                 format!("bytes={offset}-{last}")
             );
         }
+        let empty = ReadRange { offset: 7, len: 0 };
+        assert_eq!(range_header(empty).unwrap().to_str().unwrap(), "bytes=7-7");
     }
 
     #[test]
