@@ -36,6 +36,11 @@ use crate::gate::ServiceGate;
 /// The request/response header carrying the request id.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
+/// `X-ACDM-Timeout-Ms`, as `http` spells header names (lowercase): a
+/// lookup by text parses and lowercases the name on every request, as
+/// the identity headers' did (`acdm_bff`'s pipeline).
+const TIMEOUT_MS: HeaderName = HeaderName::from_static("x-acdm-timeout-ms");
+
 /// How long a request may take, and how much of a caller's own wait it
 /// uses: the rest is left for the answer to travel back.
 #[derive(Debug, Clone, Copy)]
@@ -50,7 +55,7 @@ impl Budget {
     /// that is less.
     pub fn for_request(&self, headers: &axum::http::HeaderMap) -> Duration {
         let caller = headers
-            .get(acdm_core::headers::TIMEOUT_MS)
+            .get(TIMEOUT_MS)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|ms| Duration::from_millis(ms.saturating_mul(9) / 10));
@@ -531,7 +536,37 @@ fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
 
 #[cfg(test)]
 mod tests {
-    use super::bff_op;
+    use std::time::Duration;
+
+    use axum::http::{HeaderMap, HeaderName, HeaderValue};
+
+    use super::{Budget, TIMEOUT_MS, bff_op};
+
+    #[test]
+    fn the_timeout_header_is_the_protocols_and_its_wait_bounds_the_budget() {
+        assert!(
+            TIMEOUT_MS
+                .as_str()
+                .eq_ignore_ascii_case(acdm_core::headers::TIMEOUT_MS)
+        );
+        let budget = Budget {
+            request_timeout: Duration::from_secs(30),
+        };
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            let name = HeaderName::from_bytes(acdm_core::headers::TIMEOUT_MS.as_bytes()).unwrap();
+            headers.insert(name, HeaderValue::from_str(value).unwrap());
+            budget.for_request(&headers)
+        };
+        assert_eq!(with("1000"), Duration::from_millis(900));
+        assert_eq!(with(" 2000 "), Duration::from_millis(1800));
+        assert_eq!(with("60000"), Duration::from_secs(30));
+        assert_eq!(with("soon"), Duration::from_secs(30));
+        assert_eq!(
+            budget.for_request(&HeaderMap::new()),
+            Duration::from_secs(30)
+        );
+    }
 
     #[test]
     fn every_operation_has_its_own_label_and_anything_else_is_unknown() {
