@@ -17,11 +17,18 @@
 //!   and the project `alpha`, its member and its agent provisioned through
 //!   `/admin`.
 //!
-//! Then, at each concurrency (16, 32, 64 by default), wrk drives every
-//! [`scenario`] in turn — the floor and the targets' two scenarios first
-//! and again, mirrored, last — for a warm-up and a measured run, and the
-//! block's table is printed: req/s, p50, p99, the ratio to the floor, the
-//! p99 over the floor's, the hop's CPU time per answer, and the failures.
+//! Then, at each concurrency (16, 32, 64, 256 and 1024 by default; the
+//! levels above [`SWEEP_BASE`] measured for half the seconds), wrk drives
+//! every [`scenario`] in turn — the floor and the targets' two scenarios
+//! first and again, mirrored, last — for a warm-up and a measured run, and
+//! the block's table is printed: req/s, p50, p99, the ratio to the floor,
+//! the p99 over the floor's, the hop's CPU time (the service's, or the
+//! floor's nginx's) per answer and as cores busy over the measured window,
+//! and the failures. At the end, the sweep: every scenario at every
+//! concurrency, and its req/s at each level as a share of its req/s at
+//! [`SWEEP_BASE`] ([`report::sweep`]). With `--upstream-cap 32,1024` the
+//! whole run is made once per `ACDM_UPSTREAM_MAX_CONNECTIONS`, the service
+//! restarted between them, so the cap's cost shows side by side.
 //! After the [`TAIL_AT`] block the floor and the targets run once more,
 //! open-loop at one offered rate ([`paced`]). The service's resident
 //! memory is read idle and after each concurrency; the issue's targets
@@ -52,7 +59,16 @@ use crate::process::{Process, log_tail};
 
 /// The command line.
 const USAGE: &str = "usage: acdm-cluster bench --backend PATH --work PATH [--database sqlite|postgres://USER@HOST:PORT] \
-                     [--seconds N] [--warmup N] [--concurrency 16,32,64] [--threads N] [--offered F] [--keep]";
+                     [--seconds N] [--warmup N] [--concurrency 16,32,64,256,1024] [--threads N] [--offered F] \
+                     [--upstream-cap N,M] [--only TEXT,TEXT] [--set KEY=VALUE]... [--keep]";
+
+/// The concurrency the others are read against in the sweep: the highest
+/// the benches ran at before issue 41, and the level above which runs are
+/// measured for half the seconds.
+pub(crate) const SWEEP_BASE: usize = 64;
+
+/// The concurrencies measured when none are named.
+const DEFAULT_CONCURRENCY: [usize; 5] = [16, 32, SWEEP_BASE, 256, 1024];
 
 /// The concurrency the tail target names: after its block, the floor and
 /// the targets' scenarios run again open-loop at a fixed offered rate.
@@ -81,6 +97,45 @@ pub(crate) struct Options {
     /// Keep the run folder (logs, scripts, the upstream's files) even
     /// when every answer succeeded.
     keep: bool,
+    /// The service's `ACDM_UPSTREAM_MAX_CONNECTIONS`, one whole run each;
+    /// `None`: its default, unset.
+    caps: Vec<Option<usize>>,
+    /// Only the scenarios whose name holds one of these (case
+    /// insensitive), besides the floor; empty: every scenario.
+    only: Vec<String>,
+    /// Settings given to the service on top of the bench's.
+    settings: Vec<(String, String)>,
+}
+
+impl Options {
+    /// Seconds measured at `concurrency`: half as long above
+    /// [`SWEEP_BASE`] (at least one), so the two levels the sweep adds
+    /// cost little more than one did.
+    fn seconds_at(&self, concurrency: usize) -> u64 {
+        if concurrency > SWEEP_BASE {
+            (self.seconds / 2).max(1)
+        } else {
+            self.seconds
+        }
+    }
+
+    /// The most connections any run opens.
+    fn most_connections(&self) -> usize {
+        self.concurrency.iter().copied().max().unwrap_or(0)
+    }
+}
+
+/// A comma-separated list of positive whole numbers.
+fn counts(text: &str, flag: &str) -> Result<Vec<usize>> {
+    text.split(',')
+        .map(|c| {
+            c.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|c| *c > 0)
+                .ok_or_else(|| anyhow!("{flag} takes numbers like 16,32,64, not `{text}`"))
+        })
+        .collect()
 }
 
 /// The server part of a PostgreSQL URL (`postgres://u@h:p/db?x` →
@@ -103,9 +158,12 @@ fn server_of(url: &str) -> Result<String> {
 pub(crate) fn parse(args: &[String]) -> Result<Options> {
     let (mut backend, mut work, mut postgres) = (None, None, None);
     let (mut seconds, mut warmup, mut threads) = (10, 2, 2);
-    let mut concurrency = vec![16, 32, 64];
+    let mut concurrency = DEFAULT_CONCURRENCY.to_vec();
     let mut offered = 0.25;
     let mut keep = false;
+    let mut caps = vec![None];
+    let mut only = Vec::new();
+    let mut settings = Vec::new();
     let mut iter = args.iter();
     while let Some(flag) = iter.next() {
         let mut value = || {
@@ -131,17 +189,23 @@ pub(crate) fn parse(args: &[String]) -> Result<Options> {
             "--seconds" => seconds = number(value()?)?,
             "--warmup" => warmup = number(value()?)?,
             "--threads" => threads = usize::try_from(number(value()?)?)?,
-            "--concurrency" => {
-                concurrency = value()?
+            "--concurrency" => concurrency = counts(&value()?, flag)?,
+            "--upstream-cap" => {
+                caps = counts(&value()?, flag)?.into_iter().map(Some).collect();
+            }
+            "--only" => {
+                only = value()?
                     .split(',')
-                    .map(|c| {
-                        c.trim()
-                            .parse::<usize>()
-                            .ok()
-                            .filter(|c| *c > 0)
-                            .ok_or_else(|| anyhow!("--concurrency takes numbers like 16,32,64"))
-                    })
-                    .collect::<Result<_>>()?;
+                    .map(|t| t.trim().to_lowercase())
+                    .filter(|t| !t.is_empty())
+                    .collect();
+            }
+            "--set" => {
+                let pair = value()?;
+                let (key, val) = pair
+                    .split_once('=')
+                    .ok_or_else(|| anyhow!("--set takes KEY=VALUE, not `{pair}`"))?;
+                settings.push((key.to_owned(), val.to_owned()));
             }
             "--offered" => {
                 let text = value()?;
@@ -173,6 +237,9 @@ pub(crate) fn parse(args: &[String]) -> Result<Options> {
         threads,
         offered,
         keep,
+        caps,
+        only,
+        settings,
     })
 }
 
@@ -193,14 +260,58 @@ struct Rig {
     floor: Nginx,
     service: Process,
     service_addr: SocketAddr,
+    /// The service's environment, but for the upstream cap.
+    service_env: Vec<(String, String)>,
+    backend: PathBuf,
     token: String,
     database: Option<Database>,
     dir: PathBuf,
 }
 
+/// The service's connection cap (`ACDM_MAX_CONNECTIONS`) for runs of at
+/// most `most` connections: twice that, at least the service's default
+/// (512), so that no run's connections wait in the listen backlog behind
+/// the cap (they would never be served: wrk keeps its connections open).
+fn connection_cap(most: usize) -> usize {
+    most.saturating_mul(2).max(512)
+}
+
+/// File descriptors a run at `most` connections needs in each of wrk,
+/// the floor's nginx and the service: a client end and an upstream end
+/// per connection, and some for everything else.
+fn descriptors_needed(most: usize) -> u64 {
+    u64::try_from(most)
+        .unwrap_or(u64::MAX)
+        .saturating_mul(2)
+        .saturating_add(256)
+}
+
+/// Raises this process's open-file limit to its hard limit (the children
+/// — wrk, both nginx, the service — inherit it) and says whether it
+/// covers runs of `most` connections.
+fn raise_file_limit(most: usize) -> Result<u64> {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    // `None` is no limit.
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current != limit.maximum {
+        limit.current = limit.maximum;
+        setrlimit(Resource::Nofile, limit).context("cannot raise the open-file limit")?;
+    }
+    let current = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
+    let needed = descriptors_needed(most);
+    if current < needed {
+        bail!(
+            "the open-file limit is {current}, below the {needed} a run at C={most} needs \
+             (raise it: ulimit -n {needed})"
+        );
+    }
+    Ok(current)
+}
+
 impl Rig {
     /// Seeds the upstream's files, starts both nginx, the database and the
-    /// service, provisions the project.
+    /// service (with the first of the options' upstream caps), provisions
+    /// the project.
     async fn start(options: &Options, dir: &Path) -> Result<Self> {
         if !options.backend.is_file() {
             bail!(
@@ -221,7 +332,12 @@ impl Rig {
         let upstream = Nginx::run(
             &upstream_dir,
             upstream_addr,
-            &upstream::upstream_config(&upstream_dir, upstream_addr, &layout),
+            &upstream::upstream_config(
+                &upstream_dir,
+                upstream_addr,
+                &layout,
+                options.most_connections(),
+            ),
         )
         .await
         .context("the upstream nginx did not start")?;
@@ -230,7 +346,12 @@ impl Rig {
         let floor = Nginx::run(
             &floor_dir,
             floor_addr,
-            &upstream::proxy_config(&floor_dir, floor_addr, upstream_addr),
+            &upstream::proxy_config(
+                &floor_dir,
+                floor_addr,
+                upstream_addr,
+                options.most_connections(),
+            ),
         )
         .await
         .context("the floor's nginx did not start")?;
@@ -245,7 +366,7 @@ impl Rig {
         let admin_token = random_token()?;
         let service_addr = SocketAddr::from(([127, 0, 0, 1], free_port()?));
         let upstream_url = format!("http://{upstream_addr}");
-        let mut env: Vec<(&str, String)> = vec![
+        let mut env: Vec<(String, String)> = [
             ("ACDM_LISTEN_ADDR", service_addr.to_string()),
             ("ACDM_DATA_DIR", dir.join("data").display().to_string()),
             ("ACDM_MCP_SERVICE_TOKEN", token.clone()),
@@ -263,19 +384,39 @@ impl Rig {
             ("GITLAB_WIKI_PAT", "bench-gitlab-token".to_owned()),
             ("ACDM_SHUTDOWN_PRESTOP_SECONDS", "0".to_owned()),
             ("ACDM_LOG_FORMAT", "json".to_owned()),
-        ];
-        env.extend(RATE_LIMITS.iter().map(|(k, v)| (*k, (*v).to_owned())));
+            (
+                "ACDM_MAX_CONNECTIONS",
+                connection_cap(options.most_connections()).to_string(),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        env.extend(
+            RATE_LIMITS
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
         if let Some(db) = &database {
-            env.push(("DATABASE_URL", db.url()));
+            env.push(("DATABASE_URL".to_owned(), db.url()));
         }
-        let mut command = Command::new(&options.backend);
-        command.arg("serve").env_clear().envs(env);
-        let service = Process::spawn("acdm-backend", command, &dir.join("service.log"))?;
+        for (key, value) in &options.settings {
+            env.retain(|(k, _)| k != key);
+            env.push((key.clone(), value.clone()));
+        }
+        let service = spawn_service(
+            &options.backend,
+            &env,
+            options.caps.first().copied().flatten(),
+            dir,
+        )?;
         let mut rig = Self {
             upstream,
             floor,
             service,
             service_addr,
+            service_env: env,
+            backend: options.backend.clone(),
             token,
             database,
             dir: dir.to_owned(),
@@ -286,6 +427,16 @@ impl Rig {
             .await
             .context("provisioning the project through /admin")?;
         Ok(rig)
+    }
+
+    /// Stops the service and starts it again with upstream cap `cap`, on
+    /// the same data (the project stays provisioned).
+    async fn restart_service(&mut self, cap: Option<usize>) -> Result<()> {
+        self.service
+            .stop(Signal::TERM, Duration::from_secs(15))
+            .await;
+        self.service = spawn_service(&self.backend, &self.service_env, cap, &self.dir)?;
+        self.wait_ready().await
     }
 
     /// Waits until the service answers `/readyz` with 200.
@@ -406,20 +557,21 @@ impl Rig {
         };
         let cpu_before = hop.map(procfs::cpu_time);
         let mut figures = driver
-            .run(scenario, addr, concurrency, options.seconds, 1)
+            .run(
+                scenario,
+                addr,
+                concurrency,
+                options.seconds_at(concurrency),
+                1,
+            )
             .await?;
-        let cpu_us = hop.zip(cpu_before).and_then(|(pid, before)| {
-            let used = procfs::cpu_time(pid).saturating_sub(before);
-            (figures.requests > 0).then(|| used.as_secs_f64() * 1e6 / figures.requests as f64)
-        });
+        let cpu = hop
+            .zip(cpu_before)
+            .map(|(pid, before)| procfs::cpu_time(pid).saturating_sub(before));
         if let Some(warm) = &warm {
             figures = figures.with_failures_of(warm);
         }
-        Ok(Row {
-            name: name.to_owned(),
-            figures,
-            cpu_us,
-        })
+        Ok(Row::new(name, figures, cpu))
     }
 
     /// Every scenario at `concurrency`, closed-loop, in the order of
@@ -431,6 +583,7 @@ impl Rig {
         scenarios: &[Scenario],
         concurrency: usize,
         offered: Option<f64>,
+        cap: Option<usize>,
     ) -> Result<Block> {
         let mut rows = Vec::new();
         for (scenario, name) in plan(scenarios, offered.is_none()) {
@@ -446,6 +599,7 @@ impl Rig {
         Ok(Block {
             concurrency,
             offered,
+            cap,
             rows,
         })
     }
@@ -463,6 +617,25 @@ impl Rig {
         }
         Ok(())
     }
+}
+
+/// Starts the service with `env` and, when given, the upstream cap `cap`;
+/// its output goes to the run folder's `service.log`.
+fn spawn_service(
+    backend: &Path,
+    env: &[(String, String)],
+    cap: Option<usize>,
+    dir: &Path,
+) -> Result<Process> {
+    let mut command = Command::new(backend);
+    command
+        .arg("serve")
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    if let Some(cap) = cap {
+        command.env("ACDM_UPSTREAM_MAX_CONNECTIONS", cap.to_string());
+    }
+    Process::spawn("acdm-backend", command, &dir.join("service.log"))
 }
 
 /// The runs of a block, in order, with the name each is shown under, in
@@ -551,7 +724,7 @@ pub(crate) async fn main(args: &[String]) -> Result<bool> {
     };
     println!("HTTP bench: the hot path against an nginx one-hop floor, on {database}");
     println!(
-        "  {} cores, load average {} | {} | {} | wrk {} threads, {} s measured after a {} s warm-up per run",
+        "  {} cores, load average {} | {} | {} | wrk {} threads, {} s measured ({} above C={SWEEP_BASE}) after a {} s warm-up per run",
         std::thread::available_parallelism().map_or(0, usize::from),
         load_average(),
         version_of("nginx", "-v"),
@@ -561,6 +734,7 @@ pub(crate) async fn main(args: &[String]) -> Result<bool> {
             .unwrap_or_default(),
         options.threads,
         options.seconds,
+        options.seconds_at(usize::MAX),
         options.warmup,
     );
     println!(
@@ -568,8 +742,32 @@ pub(crate) async fn main(args: &[String]) -> Result<bool> {
         options.backend.display(),
         dir.display()
     );
-    let rig = Rig::start(&options, &dir).await?;
-    let outcome = run(&rig, &options, &database).await;
+    let limit = raise_file_limit(options.most_connections())?;
+    println!(
+        "  open-file limit {limit}; the service's ACDM_MAX_CONNECTIONS {}; upstream caps: {}{}",
+        connection_cap(options.most_connections()),
+        options
+            .caps
+            .iter()
+            .map(|c| cap_text(*c))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if options.settings.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; settings {}",
+                options
+                    .settings
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        }
+    );
+    let mut rig = Rig::start(&options, &dir).await?;
+    let outcome = run(&mut rig, &options, &database).await;
     let stopped = rig.stop().await;
     let failed = match outcome {
         Ok(failed) => failed,
@@ -666,43 +864,92 @@ fn open_loop_rate(block: &Block, fraction: f64) -> Option<f64> {
         .filter(|rate| *rate >= 1.0)
 }
 
-/// The measurements on a started rig; the number of failed answers.
-async fn run(rig: &Rig, options: &Options, database: &str) -> Result<u64> {
-    let scenarios = scenario::scenarios(&rig.token);
+/// The measurements on a started rig, once per upstream cap; the number
+/// of failed answers.
+async fn run(rig: &mut Rig, options: &Options, database: &str) -> Result<u64> {
+    let scenarios: Vec<Scenario> = scenario::scenarios(&rig.token)
+        .into_iter()
+        .filter(|s| chosen(s, &options.only))
+        .collect();
     rig.preflight(&scenarios).await?;
-    let pid = rig.service.pid();
     let mut memory = MemoryLog::default();
-    memory.note(report::IDLE, procfs::memory(pid));
     let mut blocks = Vec::new();
-    for &concurrency in &options.concurrency {
-        eprintln!("measuring at C={concurrency}…");
-        let block = rig.block(options, &scenarios, concurrency, None).await?;
-        memory.note(report::after(concurrency), procfs::memory(pid));
-        println!(
-            "\n{}",
-            block.table(&format!("{database}, load average {}", load_average()))
-        );
-        let offered = open_loop_rate(&block, options.offered);
-        blocks.push(block);
-        if let Some(rate) = offered {
-            eprintln!("measuring at C={concurrency}, open-loop at {rate:.0} req/s…");
-            let paced = rig
-                .block(options, &scenarios, concurrency, Some(rate))
-                .await?;
-            println!(
-                "\n{}",
-                paced.table(&format!(
-                    "{database}, load average {}; {:.2} × the floor's closed-loop req/s above",
-                    load_average(),
-                    options.offered
-                ))
+    for (index, &cap) in options.caps.iter().enumerate() {
+        if index > 0 {
+            eprintln!(
+                "restarting the service with ACDM_UPSTREAM_MAX_CONNECTIONS={}…",
+                cap_text(cap)
             );
-            blocks.push(paced);
+            rig.restart_service(cap).await?;
+        }
+        // The memory targets are read off the first cap's run.
+        let moment = |text: String| match index {
+            0 => text,
+            _ => format!("{text} (upstream cap {})", cap_text(cap)),
+        };
+        let pid = rig.service.pid();
+        memory.note(moment(report::IDLE.to_owned()), procfs::memory(pid));
+        let heading = |extra: &str| {
+            format!(
+                "{database}, upstream cap {}, load average {}{extra}",
+                cap_text(cap),
+                load_average()
+            )
+        };
+        for &concurrency in &options.concurrency {
+            eprintln!(
+                "measuring at C={concurrency}, upstream cap {}…",
+                cap_text(cap)
+            );
+            let block = rig
+                .block(options, &scenarios, concurrency, None, cap)
+                .await?;
+            memory.note(moment(report::after(concurrency)), procfs::memory(pid));
+            println!("\n{}", block.table(&heading("")));
+            let offered = open_loop_rate(&block, options.offered);
+            blocks.push(block);
+            if let Some(rate) = offered {
+                eprintln!("measuring at C={concurrency}, open-loop at {rate:.0} req/s…");
+                let paced = rig
+                    .block(options, &scenarios, concurrency, Some(rate), cap)
+                    .await?;
+                println!(
+                    "\n{}",
+                    paced.table(&heading(&format!(
+                        "; {:.2} × the floor's closed-loop req/s above",
+                        options.offered
+                    )))
+                );
+                blocks.push(paced);
+            }
         }
     }
     println!("{}", memory.line());
-    println!("\n{}", report::targets(&blocks, &memory));
+    println!(
+        "\n{}",
+        report::sweep(
+            &blocks,
+            &format!("{database}, load average {}", load_average())
+        )
+    );
+    let first_cap: Vec<Block> = blocks
+        .iter()
+        .filter(|b| b.cap == options.caps.first().copied().flatten())
+        .cloned()
+        .collect();
+    println!("\n{}", report::targets(&first_cap, &memory));
     Ok(blocks.iter().map(Block::failures).sum())
+}
+
+/// An upstream cap as the tables show it.
+pub(crate) fn cap_text(cap: Option<usize>) -> String {
+    cap.map_or_else(|| "default".to_owned(), |c| c.to_string())
+}
+
+/// Whether `scenario` runs under `--only` (the floor always does).
+fn chosen(scenario: &Scenario, only: &[String]) -> bool {
+    let name = scenario.name.to_lowercase();
+    only.is_empty() || scenario.name == FLOOR || only.iter().any(|o| name.contains(o.as_str()))
 }
 
 #[cfg(test)]
@@ -714,14 +961,26 @@ mod tests {
     }
 
     #[test]
-    fn the_defaults_are_sqlite_ten_seconds_and_three_concurrencies() {
+    fn the_defaults_are_sqlite_ten_seconds_and_five_concurrencies_up_to_1024() {
         let options = parse(&args("--backend /b --work /w")).unwrap();
         assert_eq!(options.postgres, None);
         assert_eq!(
             (options.seconds, options.warmup, options.threads),
             (10, 2, 2)
         );
-        assert_eq!(options.concurrency, [16, 32, 64]);
+        assert_eq!(options.concurrency, [16, 32, 64, 256, 1024]);
+        assert_eq!(options.caps, [None]);
+        assert!(options.only.is_empty() && options.settings.is_empty());
+        // The levels above C=64 are measured for half as long.
+        assert_eq!(
+            options
+                .concurrency
+                .iter()
+                .map(|c| options.seconds_at(*c))
+                .collect::<Vec<_>>(),
+            [10, 10, 10, 5, 5]
+        );
+        assert_eq!(options.most_connections(), 1024);
         assert!((options.offered - 0.25).abs() < 1e-12);
         assert!(!options.keep);
         let off = parse(&args("--backend /b --work /w --offered 0")).unwrap();
@@ -756,6 +1015,53 @@ mod tests {
     }
 
     #[test]
+    fn upstream_caps_scenarios_and_settings_are_named_on_the_command_line() {
+        let options = parse(&args(
+            "--backend /b --work /w --upstream-cap 32,1024 --only healthz,NC/read \
+             --set ACDM_CONNECTION_THREADS=1 --set A=b=c --seconds 1",
+        ))
+        .unwrap();
+        assert_eq!(options.caps, [Some(32), Some(1024)]);
+        assert_eq!(options.only, ["healthz", "nc/read"]);
+        assert_eq!(
+            options.settings,
+            [
+                ("ACDM_CONNECTION_THREADS".to_owned(), "1".to_owned()),
+                ("A".to_owned(), "b=c".to_owned())
+            ]
+        );
+        // Never less than a second, above C=64 too.
+        assert_eq!((options.seconds_at(16), options.seconds_at(1024)), (1, 1));
+        let all = scenario::scenarios("t");
+        let picked: Vec<&str> = all
+            .iter()
+            .filter(|s| chosen(s, &options.only))
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(
+            picked,
+            [FLOOR, "service GET /healthz", scenario::NC_READ],
+            "the floor always runs"
+        );
+        assert_eq!(all.iter().filter(|s| chosen(s, &[])).count(), all.len());
+        assert_eq!(cap_text(None), "default");
+        assert_eq!(cap_text(Some(32)), "32");
+    }
+
+    #[test]
+    fn runs_of_many_connections_get_the_descriptors_and_the_service_cap_they_need() {
+        // The service's own cap (512 by default) would leave half of a
+        // C=1024 run's connections in the listen backlog, never served.
+        assert_eq!(connection_cap(16), 512);
+        assert_eq!(connection_cap(1024), 2048);
+        assert_eq!(descriptors_needed(1024), 2304);
+        assert!(descriptors_needed(16) < 1024);
+        // This process's limit is raised to its hard limit, which a run
+        // of one connection never exceeds.
+        assert!(raise_file_limit(1).unwrap() >= descriptors_needed(1));
+    }
+
+    #[test]
     fn bad_arguments_are_refused() {
         for bad in [
             "--work /w",
@@ -769,6 +1075,9 @@ mod tests {
             "--backend /b --work /w --offered 1.5",
             "--backend /b --work /w --offered -0.1",
             "--backend /b --work /w --offered half",
+            "--backend /b --work /w --upstream-cap 0",
+            "--backend /b --work /w --upstream-cap many",
+            "--backend /b --work /w --set NOEQUALS",
         ] {
             assert!(parse(&args(bad)).is_err(), "{bad}");
         }
@@ -843,10 +1152,12 @@ mod tests {
                 ..Figures::default()
             },
             cpu_us: None,
+            cpu_cores: None,
         };
         let block = |concurrency: usize, offered: Option<f64>| Block {
             concurrency,
             offered,
+            cap: None,
             rows: vec![floor(FLOOR, 400_000), floor(FLOOR_AGAIN, 600_000)],
         };
         // The floor's mean: 50,000 req/s.
@@ -859,6 +1170,7 @@ mod tests {
         let no_floor = Block {
             concurrency: TAIL_AT,
             offered: None,
+            cap: None,
             rows: Vec::new(),
         };
         assert_eq!(open_loop_rate(&no_floor, 0.25), None);

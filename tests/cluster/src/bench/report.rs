@@ -25,11 +25,12 @@
 //! rate.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
-use crate::bench::TAIL_AT;
 use crate::bench::procfs::Memory;
 use crate::bench::scenario::{FLOOR, FLOOR_AGAIN, TARGETS, again};
 use crate::bench::wrk::Figures;
+use crate::bench::{SWEEP_BASE, TAIL_AT, cap_text};
 
 /// One measured scenario.
 #[derive(Debug, Clone)]
@@ -40,6 +41,28 @@ pub(crate) struct Row {
     pub(crate) figures: Figures,
     /// CPU time of the hop (the floor's nginx, or the service) per answer, in µs.
     pub(crate) cpu_us: Option<f64>,
+    /// The hop's CPU time over the measured window's length: the cores it
+    /// kept busy.
+    pub(crate) cpu_cores: Option<f64>,
+}
+
+impl Row {
+    /// A run's row: its figures and the CPU time `cpu` its hop used over
+    /// the measured window (none for the upstream by itself).
+    pub(crate) fn new(name: &str, figures: Figures, cpu: Option<Duration>) -> Self {
+        let cpu_us = cpu
+            .filter(|_| figures.requests > 0)
+            .map(|used| used.as_secs_f64() * 1e6 / figures.requests as f64);
+        let cpu_cores = cpu
+            .filter(|_| !figures.duration.is_zero())
+            .map(|used| used.as_secs_f64() / figures.duration.as_secs_f64());
+        Self {
+            name: name.to_owned(),
+            figures,
+            cpu_us,
+            cpu_cores,
+        }
+    }
 }
 
 /// Every scenario at one concurrency, closed-loop, or the floor and the
@@ -50,6 +73,8 @@ pub(crate) struct Block {
     pub(crate) concurrency: usize,
     /// Open-loop: the offered req/s.
     pub(crate) offered: Option<f64>,
+    /// The service's `ACDM_UPSTREAM_MAX_CONNECTIONS`; `None`: its default.
+    pub(crate) cap: Option<usize>,
     /// The rows, in the order they ran.
     pub(crate) rows: Vec<Row>,
 }
@@ -251,6 +276,7 @@ impl Block {
             "× floor",
             "p99 over floor ms",
             "hop CPU µs/req",
+            "hop CPU cores",
         ];
         if open {
             columns.push("late arrivals");
@@ -267,6 +293,7 @@ impl Block {
                 .added_p99_ms(&row.name)
                 .map_or("—".to_owned(), |a| format!("{a:+.2}"));
             let cpu = row.cpu_us.map_or("—".to_owned(), |c| format!("{c:.0}"));
+            let cores = row.cpu_cores.map_or("—".to_owned(), |c| format!("{c:.2}"));
             let failed = if f.failures() == 0 {
                 "0".to_owned()
             } else {
@@ -279,7 +306,7 @@ impl Block {
             };
             let _ = writeln!(
                 out,
-                "| {} | {:.0} | {:.2} | {:.2} | {ratio} | {added} | {cpu} |{late} {failed} |",
+                "| {} | {:.0} | {:.2} | {:.2} | {ratio} | {added} | {cpu} | {cores} |{late} {failed} |",
                 row.name,
                 f.rate(),
                 f.p50_us as f64 / 1000.0,
@@ -451,10 +478,187 @@ pub(crate) fn targets(blocks: &[Block], memory: &MemoryLog) -> String {
     out
 }
 
+/// One scenario at one concurrency in the sweep: its runs read together.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Point {
+    /// Mean req/s and lowest p99 of its runs.
+    pub(crate) runs: Runs,
+    /// The hop's cores busy, the mean of its runs.
+    pub(crate) cores: Option<f64>,
+    /// The hop's CPU µs per answer, the mean of its runs.
+    pub(crate) cpu_us: Option<f64>,
+    /// Failed answers, all its runs together.
+    pub(crate) failures: u64,
+}
+
+/// The name of `name`'s second run.
+fn second_run(name: &str) -> String {
+    if name == FLOOR {
+        FLOOR_AGAIN.to_owned()
+    } else {
+        again(name)
+    }
+}
+
+impl Block {
+    /// The scenario `name` (its run and its run again, if it ran twice).
+    pub(crate) fn point(&self, name: &str) -> Option<Point> {
+        let second = second_run(name);
+        let runs = self.runs(name, &second)?;
+        let rows: Vec<&Row> = self
+            .rows
+            .iter()
+            .filter(|r| r.name == name || r.name == second)
+            .collect();
+        let mean = |values: Vec<f64>| {
+            (values.len() == rows.len() && !values.is_empty())
+                .then(|| values.iter().sum::<f64>() / values.len() as f64)
+        };
+        Some(Point {
+            runs,
+            cores: mean(rows.iter().filter_map(|r| r.cpu_cores).collect()),
+            cpu_us: mean(rows.iter().filter_map(|r| r.cpu_us).collect()),
+            failures: rows.iter().map(|r| r.figures.failures()).sum(),
+        })
+    }
+
+    /// The scenarios it ran, each once (not their second runs), in order.
+    fn scenario_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for row in &self.rows {
+            let first = self
+                .rows
+                .iter()
+                .find(|r| second_run(&r.name) == row.name)
+                .map_or(row.name.as_str(), |r| r.name.as_str());
+            if !names.contains(&first) {
+                names.push(first);
+            }
+        }
+        names
+    }
+}
+
+/// What issue 41 asks of every scenario at each level above [`SWEEP_BASE`]:
+/// its req/s at least this share of its req/s at [`SWEEP_BASE`].
+pub(crate) const HOLDS: f64 = 0.9;
+
+/// The sweep: for each upstream cap, every scenario at every closed-loop
+/// concurrency — req/s, p99, the hop's CPU as cores busy and per answer,
+/// failures, and req/s as a share of its req/s at [`SWEEP_BASE`] — then,
+/// per scenario, whether it held at the levels above (at least [`HOLDS`]
+/// of it, no failure, its CPU use not falling as the queue grew). The
+/// floor's line is the machine's own: a floor that falls measures the
+/// rig, not the service.
+pub(crate) fn sweep(blocks: &[Block], heading: &str) -> String {
+    let mut out = String::new();
+    let mut caps: Vec<Option<usize>> = Vec::new();
+    for block in blocks {
+        if !caps.contains(&block.cap) {
+            caps.push(block.cap);
+        }
+    }
+    for cap in caps {
+        let closed: Vec<&Block> = blocks
+            .iter()
+            .filter(|b| b.cap == cap && b.offered.is_none())
+            .collect();
+        let Some(first) = closed.first() else {
+            continue;
+        };
+        let base = closed.iter().find(|b| b.concurrency == SWEEP_BASE);
+        let _ = writeln!(
+            out,
+            "### Sweep, upstream cap {} — {heading}\n",
+            cap_text(cap)
+        );
+        let _ = writeln!(
+            out,
+            "| scenario | C | req/s | p99 ms | hop CPU cores | hop CPU µs/answer | × its C={SWEEP_BASE} req/s | failed |"
+        );
+        let _ = writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|");
+        let names = first.scenario_names();
+        let mut verdicts = Vec::new();
+        for name in &names {
+            let base_point = base.and_then(|b| b.point(name));
+            let mut shares = Vec::new();
+            let mut failures = 0;
+            let mut cores_fell = false;
+            for block in &closed {
+                let Some(point) = block.point(name) else {
+                    continue;
+                };
+                let share = base_point
+                    .filter(|b| b.runs.rate > 0.0)
+                    .map(|b| point.runs.rate / b.runs.rate);
+                if block.concurrency > SWEEP_BASE {
+                    shares.extend(share.map(|s| (block.concurrency, s)));
+                    failures += point.failures;
+                    if let (Some(now), Some(then)) = (point.cores, base_point.and_then(|b| b.cores))
+                    {
+                        cores_fell |= now < then * HOLDS;
+                    }
+                }
+                let number = |v: Option<f64>, digits: usize| {
+                    v.map_or("—".to_owned(), |v| format!("{v:.digits$}"))
+                };
+                let failed = if point.failures == 0 {
+                    "0".to_owned()
+                } else {
+                    format!("**{}**", point.failures)
+                };
+                let _ = writeln!(
+                    out,
+                    "| {name} | {} | {:.0} | {:.2} | {} | {} | {} | {failed} |",
+                    block.concurrency,
+                    point.runs.rate,
+                    point.runs.p99_us / 1000.0,
+                    number(point.cores, 2),
+                    number(point.cpu_us, 0),
+                    number(share, 2),
+                );
+            }
+            if shares.is_empty() {
+                continue;
+            }
+            let listed: Vec<String> = shares
+                .iter()
+                .map(|(c, s)| format!("C={c} {s:.2}"))
+                .collect();
+            let held = shares.iter().all(|(_, s)| *s >= HOLDS) && failures == 0 && !cores_fell;
+            let mut why = Vec::new();
+            if shares.iter().any(|(_, s)| *s < HOLDS) {
+                why.push(format!("req/s below {HOLDS:.2} of C={SWEEP_BASE}'s"));
+            }
+            if failures > 0 {
+                why.push(format!("{failures} failed answers"));
+            }
+            if cores_fell {
+                why.push("its CPU use fell as the queue grew".to_owned());
+            }
+            let verdict = if name == &FLOOR {
+                "the rig's own".to_owned()
+            } else if held {
+                "held".to_owned()
+            } else {
+                format!("NOT held: {}", why.join(", "))
+            };
+            verdicts.push(format!(
+                "  {name}: {} × its C={SWEEP_BASE} req/s — {verdict}",
+                listed.join(", ")
+            ));
+        }
+        out.push('\n');
+        for line in verdicts {
+            let _ = writeln!(out, "{line}");
+        }
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
     use crate::bench::scenario::{MCP_READ_FILE, NC_READ};
 
@@ -469,6 +673,7 @@ mod tests {
                 ..Figures::default()
             },
             cpu_us: Some(30.0),
+            cpu_cores: Some(1.5),
         }
     }
 
@@ -476,6 +681,7 @@ mod tests {
         Block {
             concurrency: c,
             offered: None,
+            cap: None,
             rows: vec![
                 row(FLOOR, 300_000, 1_000),
                 row(NC_READ, 160_000, 2_500),
@@ -514,6 +720,7 @@ mod tests {
         let empty = Block {
             concurrency: 16,
             offered: None,
+            cap: None,
             rows: vec![row(NC_READ, 1, 1)],
         };
         assert_eq!(empty.floor(), None);
@@ -537,7 +744,7 @@ mod tests {
         );
         assert!(
             table.contains(
-                "| BFF nc/read (4 KiB) | 16000 | 1.25 | 2.50 | 0.50 | +1.50 | 30 | **3** |"
+                "| BFF nc/read (4 KiB) | 16000 | 1.25 | 2.50 | 0.50 | +1.50 | 30 | 1.50 | **3** |"
             ),
             "{table}"
         );
@@ -553,7 +760,7 @@ mod tests {
         );
         assert!(
             table.contains(
-                "| BFF nc/read (4 KiB), again | 18000 | 1.50 | 3.00 | 0.56 | +2.00 | 30 | 0 |"
+                "| BFF nc/read (4 KiB), again | 18000 | 1.50 | 3.00 | 0.56 | +2.00 | 30 | 1.50 | 0 |"
             ),
             "{table}"
         );
@@ -632,6 +839,7 @@ mod tests {
         Block {
             concurrency: 32,
             offered: Some(8000.0),
+            cap: None,
             rows,
         }
     }
@@ -647,7 +855,7 @@ mod tests {
         );
         assert!(
             table.contains(
-                "| BFF nc/read (4 KiB) | 8000 | 0.55 | 1.10 | 1.00 | +0.70 | 30 | 10 (0.01 %) | 0 |"
+                "| BFF nc/read (4 KiB) | 8000 | 0.55 | 1.10 | 1.00 | +0.70 | 30 | 1.50 | 10 (0.01 %) | 0 |"
             ),
             "{table}"
         );
@@ -685,5 +893,99 @@ mod tests {
         slow_floor.rows[5].figures.late = 4_000;
         let text = targets(&[slow_floor], &memory);
         assert_eq!(text.matches("not measured — the floor did not carry the rate (5.0 % of its arrivals sent over a millisecond late)").count(), 2, "{text}");
+    }
+
+    /// A closed-loop block at `c` with the floor at `floor` req/s and the
+    /// BFF read at `read` req/s using `cores` of CPU, each run twice, and
+    /// /healthz once.
+    fn sweep_block(c: usize, floor: u64, read: u64, cores: f64) -> Block {
+        let with_cores = |mut r: Row| {
+            r.cpu_cores = Some(cores);
+            r
+        };
+        Block {
+            concurrency: c,
+            offered: None,
+            cap: Some(32),
+            rows: vec![
+                row(FLOOR, floor * 10, 1_000),
+                with_cores(row(NC_READ, read * 10, 4_000)),
+                row("service GET /healthz", 500_000, 900),
+                with_cores(row(&again(NC_READ), read * 10, 3_000)),
+                row(FLOOR_AGAIN, floor * 10, 1_200),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_sweep_reads_every_level_against_c64_and_says_what_did_not_hold() {
+        let mut blocks = vec![
+            sweep_block(16, 40_000, 20_000, 1.6),
+            sweep_block(64, 40_000, 20_000, 1.8),
+            sweep_block(256, 38_800, 19_000, 1.8),
+            sweep_block(1024, 38_000, 15_000, 1.2),
+        ];
+        // A failed answer at C=1024 counts against the read.
+        blocks[3].rows[3].figures.bad_status = 2;
+        // The open-loop block is not part of the sweep.
+        blocks.push(Block {
+            offered: Some(1000.0),
+            ..sweep_block(32, 1, 1, 0.1)
+        });
+        let text = sweep(&blocks, "SQLite");
+        assert!(
+            text.starts_with("### Sweep, upstream cap 32 — SQLite\n"),
+            "{text}"
+        );
+        // One row per scenario and level, the two runs read together.
+        assert!(
+            text.contains(
+                "| BFF nc/read (4 KiB) | 1024 | 15000 | 3.00 | 1.20 | 30 | 0.75 | **2** |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("| BFF nc/read (4 KiB) | 64 | 20000 | 3.00 | 1.80 | 30 | 1.00 | 0 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| service GET /healthz | 256 | 50000 | 0.90 | 1.50 | 30 | 1.00 | 0 |"),
+            "{text}"
+        );
+        assert!(!text.contains("| 32 |"), "{text}");
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("| ")).count(),
+            1 + 3 * 4,
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "  floor: nginx one hop (GET 4 KiB): C=256 0.97, C=1024 0.95 × its C=64 req/s — the rig's own"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "  BFF nc/read (4 KiB): C=256 0.95, C=1024 0.75 × its C=64 req/s — NOT held: req/s below 0.90 of C=64's, 2 failed answers, its CPU use fell as the queue grew"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "  service GET /healthz: C=256 1.00, C=1024 1.00 × its C=64 req/s — held"
+            ),
+            "{text}"
+        );
+        // Without a C=64 block there is nothing to read the others against.
+        let without = sweep(&[sweep_block(256, 1, 1, 1.0)], "x");
+        assert!(without.contains("| — | 0 |"), "{without}");
+        assert!(!without.contains("held"), "{without}");
+        // Each cap has its own sweep, in the order they ran.
+        let mut other = sweep_block(64, 40_000, 30_000, 1.0);
+        other.cap = None;
+        let both = sweep(&[sweep_block(64, 1, 1, 1.0), other], "x");
+        let first = both.find("upstream cap 32").unwrap();
+        let second = both.find("upstream cap default").unwrap();
+        assert!(first < second, "{both}");
     }
 }
