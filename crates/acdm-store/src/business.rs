@@ -69,20 +69,21 @@ where
         .map_err(|e| corrupt(table, format!("{column}: {e}")))
 }
 
-#[derive(sqlx::FromRow)]
-struct MeetingRow {
-    id: String,
-    title: String,
-    starts_at: DateTime<Utc>,
-    ends_at: DateTime<Utc>,
-    location: Option<String>,
-    agenda: Option<String>,
-    notes: Option<String>,
-    version: i64,
-    created_by: Option<String>,
-    created_at: DateTime<Utc>,
-    updated_by: Option<String>,
-    updated_at: DateTime<Utc>,
+crate::db::row! {
+    struct MeetingRow {
+        id: String,
+        title: String,
+        starts_at: DateTime<Utc>,
+        ends_at: DateTime<Utc>,
+        location: Option<String>,
+        agenda: Option<String>,
+        notes: Option<String>,
+        version: i64,
+        created_by: Option<String>,
+        created_at: DateTime<Utc>,
+        updated_by: Option<String>,
+        updated_at: DateTime<Utc>,
+    }
 }
 
 const MEETING_COLUMNS: &str = "id, title, starts_at, ends_at, location, agenda, notes, version, \
@@ -108,19 +109,20 @@ impl MeetingRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
-struct FileRow {
-    id: String,
-    meeting_id: String,
-    mount: String,
-    rel_path: String,
-    name: String,
-    size: i64,
-    etag: Option<String>,
-    content_type: Option<String>,
-    added_by: Option<String>,
-    added_at: DateTime<Utc>,
-    missing: bool,
+crate::db::row! {
+    struct FileRow {
+        id: String,
+        meeting_id: String,
+        mount: String,
+        rel_path: String,
+        name: String,
+        size: i64,
+        etag: Option<String>,
+        content_type: Option<String>,
+        added_by: Option<String>,
+        added_at: DateTime<Utc>,
+        missing: bool,
+    }
 }
 
 const FILE_COLUMNS: &str =
@@ -144,19 +146,20 @@ impl FileRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
-struct ReportRow {
-    id: String,
-    title: String,
-    kind: String,
-    period_start: NaiveDate,
-    period_end: NaiveDate,
-    body: String,
-    status: String,
-    version: i64,
-    created_by: Option<String>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+crate::db::row! {
+    struct ReportRow {
+        id: String,
+        title: String,
+        kind: String,
+        period_start: NaiveDate,
+        period_end: NaiveDate,
+        body: String,
+        status: String,
+        version: i64,
+        created_by: Option<String>,
+        created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+    }
 }
 
 const REPORT_COLUMNS: &str = "id, title, kind, period_start, period_end, body, status, version, \
@@ -180,15 +183,16 @@ impl ReportRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
-struct TransitionRow {
-    report_id: String,
-    seq: i64,
-    from_status: String,
-    to_status: String,
-    user_id: Option<String>,
-    comment: Option<String>,
-    at: DateTime<Utc>,
+crate::db::row! {
+    struct TransitionRow {
+        report_id: String,
+        seq: i64,
+        from_status: String,
+        to_status: String,
+        user_id: Option<String>,
+        comment: Option<String>,
+        at: DateTime<Utc>,
+    }
 }
 
 impl TransitionRow {
@@ -205,15 +209,16 @@ impl TransitionRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
-struct MilestoneRow {
-    seq: i64,
-    title: String,
-    due_date: Option<NaiveDate>,
-    status: String,
-    acceptance_criteria: String,
-    closed_at: Option<DateTime<Utc>>,
-    closed_by: Option<String>,
+crate::db::row! {
+    struct MilestoneRow {
+        seq: i64,
+        title: String,
+        due_date: Option<NaiveDate>,
+        status: String,
+        acceptance_criteria: String,
+        closed_at: Option<DateTime<Utc>>,
+        closed_by: Option<String>,
+    }
 }
 
 impl MilestoneRow {
@@ -231,21 +236,23 @@ impl MilestoneRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
-struct MetaRow {
-    status: String,
-    description: String,
-    start_date: Option<NaiveDate>,
-    end_date: Option<NaiveDate>,
-    time_zone: String,
-    updated_at: DateTime<Utc>,
+crate::db::row! {
+    struct MetaRow {
+        status: String,
+        description: String,
+        start_date: Option<NaiveDate>,
+        end_date: Option<NaiveDate>,
+        time_zone: String,
+        updated_at: DateTime<Utc>,
+    }
 }
 
-#[derive(sqlx::FromRow)]
-struct SowRow {
-    summary: String,
-    deliverables: String,
-    updated_at: DateTime<Utc>,
+crate::db::row! {
+    struct SowRow {
+        summary: String,
+        deliverables: String,
+        updated_at: DateTime<Utc>,
+    }
 }
 
 impl SowRow {
@@ -269,22 +276,24 @@ fn empty_sow(created_at: DateTime<Utc>) -> StatementOfWork {
 }
 
 /// A project joined with its meta row (absent until someone sets it).
-#[derive(sqlx::FromRow)]
-struct JoinedMetaRow {
-    created_at: DateTime<Utc>,
-    status: Option<String>,
-    description: Option<String>,
-    start_date: Option<NaiveDate>,
-    end_date: Option<NaiveDate>,
-    time_zone: Option<String>,
-    updated_at: Option<DateTime<Utc>>,
+crate::db::row! {
+    struct JoinedMetaRow {
+        created_at: DateTime<Utc>,
+        status: Option<String>,
+        description: Option<String>,
+        start_date: Option<NaiveDate>,
+        end_date: Option<NaiveDate>,
+        time_zone: Option<String>,
+        updated_at: Option<DateTime<Utc>>,
+    }
 }
 
-#[derive(sqlx::FromRow)]
-pub(crate) struct MemberRow {
-    pub(crate) user_id: String,
-    pub(crate) role: String,
-    pub(crate) display_name: Option<String>,
+crate::db::row! {
+    pub(crate) struct MemberRow {
+        pub(crate) user_id: String,
+        pub(crate) role: String,
+        pub(crate) display_name: Option<String>,
+    }
 }
 
 impl MemberRow {
@@ -1265,11 +1274,22 @@ impl Store {
         &self,
         limit: u32,
     ) -> Result<Vec<(ProjectId, MeetingFile)>, StoreError> {
-        #[derive(sqlx::FromRow)]
         struct Checked {
             project_id: String,
-            #[sqlx(flatten)]
             file: FileRow,
+        }
+        impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for Checked
+        where
+            &'r str: sqlx::ColumnIndex<R>,
+            String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+            FileRow: sqlx::FromRow<'r, R>,
+        {
+            fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+                Ok(Self {
+                    project_id: row.try_get("project_id")?,
+                    file: FileRow::from_row(row)?,
+                })
+            }
         }
         let rows: Vec<Checked> = with_pool!(&self.pool, p => sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT project_id, {FILE_COLUMNS} FROM meeting_files \

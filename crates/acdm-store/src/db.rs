@@ -55,6 +55,38 @@ macro_rules! with_pool {
 }
 pub(crate) use with_pool;
 
+/// Declares a row type and its [`sqlx::FromRow`] by column name, for
+/// SQLite and PostgreSQL alike: what `#[derive(sqlx::FromRow)]` writes.
+/// The derive is not used because it brings sqlx's macros crate, which
+/// builds sqlx, both drivers and SQLite's C library a second time for
+/// the compiler (`docs/architecture.md`, "Kept of our own").
+macro_rules! row {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $($(#[$field_meta:meta])* $field_vis:vis $field:ident : $ty:ty),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $($(#[$field_meta])* $field_vis $field: $ty),*
+        }
+
+        impl<'r, R: ::sqlx::Row> ::sqlx::FromRow<'r, R> for $name
+        where
+            &'r str: ::sqlx::ColumnIndex<R>,
+            $($ty: ::sqlx::Decode<'r, R::Database> + ::sqlx::Type<R::Database>,)*
+        {
+            fn from_row(row: &'r R) -> Result<Self, ::sqlx::Error> {
+                Ok(Self {
+                    $($field: row.try_get(stringify!($field))?),*
+                })
+            }
+        }
+    };
+}
+pub(crate) use row;
+
 /// Starting a transaction that will write.
 pub(crate) trait WritePool {
     type Db: Database;

@@ -54,27 +54,28 @@ macro_rules! fetch_event {
     };
 }
 
-#[derive(sqlx::FromRow)]
-struct EventRow {
-    id: String,
-    actor_kind: String,
-    user_id: Option<String>,
-    agent_name: Option<String>,
-    thread_id: Option<String>,
-    project_id: String,
-    slug: String,
-    op: String,
-    target: String,
-    params: String,
-    plan: String,
-    undo: String,
-    status: String,
-    result: Option<String>,
-    error: Option<String>,
-    reverts: Option<String>,
-    reverted_by: Option<String>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+crate::db::row! {
+    struct EventRow {
+        id: String,
+        actor_kind: String,
+        user_id: Option<String>,
+        agent_name: Option<String>,
+        thread_id: Option<String>,
+        project_id: String,
+        slug: String,
+        op: String,
+        target: String,
+        params: String,
+        plan: String,
+        undo: String,
+        status: String,
+        result: Option<String>,
+        error: Option<String>,
+        reverts: Option<String>,
+        reverted_by: Option<String>,
+        created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+    }
 }
 
 fn bad(detail: String) -> StoreError {
@@ -229,12 +230,13 @@ pub struct SwitchState {
     pub reason: Option<String>,
 }
 
-#[derive(sqlx::FromRow)]
-struct SwitchRow {
-    enabled: bool,
-    changed_at: DateTime<Utc>,
-    changed_by: Option<String>,
-    reason: Option<String>,
+crate::db::row! {
+    struct SwitchRow {
+        enabled: bool,
+        changed_at: DateTime<Utc>,
+        changed_by: Option<String>,
+        reason: Option<String>,
+    }
 }
 
 /// A value bound into a query built at run time.

@@ -1,13 +1,73 @@
 //! The embedded migrations (`migrations/sqlite`, `migrations/postgres` at
 //! the repository root) and how far a database has got with them.
 
-use sqlx::migrate::{Migrate, Migrator};
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use sqlx::SqlSafeStr;
+use sqlx::migrate::{Migrate, Migration, MigrationType, Migrator};
 
 use crate::db::{Pool, with_pool};
 use crate::error::StoreError;
 
-static SQLITE: Migrator = sqlx::migrate!("../../migrations/sqlite");
-static POSTGRES: Migrator = sqlx::migrate!("../../migrations/postgres");
+/// The files of one migrations folder, each as its name and its SQL,
+/// compiled in. A test keeps each list equal to its folder.
+macro_rules! folder {
+    ($folder:literal: $($file:literal),+ $(,)?) => {
+        &[$(($file, include_str!(concat!("../../../migrations/", $folder, "/", $file)))),+]
+    };
+}
+
+/// `migrations/sqlite`, file by file.
+const SQLITE_FILES: &[(&str, &str)] = folder!("sqlite":
+    "0001_provisioning.sql",
+    "0002_storage_events.sql",
+    "0003_project_name_key.sql",
+    "0004_business.sql",
+    "0005_project.sql",
+    "0006_replicas.sql",
+    "0007_scope_cache.sql",
+);
+
+/// `migrations/postgres`, file by file.
+const POSTGRES_FILES: &[(&str, &str)] = folder!("postgres":
+    "0001_provisioning.sql",
+    "0002_storage_events.sql",
+    "0003_project_name_key.sql",
+    "0004_business.sql",
+    "0005_project.sql",
+    "0006_replicas.sql",
+    "0007_scope_cache.sql",
+);
+
+static SQLITE: LazyLock<Migrator> = LazyLock::new(|| migrator_of(SQLITE_FILES));
+static POSTGRES: LazyLock<Migrator> = LazyLock::new(|| migrator_of(POSTGRES_FILES));
+
+/// A migrator over embedded files, read as sqlx's `migrate!` reads a
+/// folder: `<version>_<description>.sql`, the description's underscores
+/// as spaces, a leading `-- no-transaction` opting out of the
+/// transaction, and the checksum of the SQL as written (so databases
+/// migrated by `migrate!` see the same checksums). `migrate!` itself is
+/// not used: it needs sqlx's macros crate, which builds sqlx, both
+/// drivers and SQLite's C library a second time for the compiler.
+fn migrator_of(files: &'static [(&'static str, &'static str)]) -> Migrator {
+    let migrations = files
+        .iter()
+        .filter_map(|&(file, sql)| {
+            let (version, rest) = file.split_once('_')?;
+            let version = version.parse::<i64>().ok()?;
+            let description = rest.strip_suffix(".sql")?.replace('_', " ");
+            Some(Migration::new(
+                version,
+                Cow::Owned(description),
+                MigrationType::Simple,
+                sql.into_sql_str(),
+                sql.starts_with("-- no-transaction"),
+            ))
+        })
+        .collect();
+    Migrator::with_migrations(migrations)
+}
 
 const TABLE: &str = "_sqlx_migrations";
 
@@ -36,16 +96,16 @@ impl MigrationStatus {
 
 fn migrator(pool: &Pool) -> &'static Migrator {
     match pool {
-        Pool::Sqlite(_) => &SQLITE,
-        Pool::Postgres(_) => &POSTGRES,
+        Pool::Sqlite(_) => LazyLock::force(&SQLITE),
+        Pool::Postgres(_) => LazyLock::force(&POSTGRES),
     }
 }
 
 /// Version and description of each embedded migration.
 pub type MigrationList = Vec<(i64, String)>;
 
-/// The migrations embedded for SQLite and for PostgreSQL, for the test
-/// that keeps the two folders in step.
+/// The migrations embedded for SQLite and for PostgreSQL, for the tests
+/// that keep the two folders in step and each list equal to its folder.
 pub fn embedded_versions() -> (MigrationList, MigrationList) {
     let list = |m: &Migrator| {
         m.iter()
@@ -104,4 +164,54 @@ pub(crate) async fn status(pool: &Pool) -> Result<MigrationStatus, StoreError> {
         .filter(|v| !embedded.version_exists(*v))
         .collect();
     Ok(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// What sqlx reads from a folder at run time, as `migrate!` reads it
+    /// at build time.
+    async fn read_folder(folder: &str) -> Migrator {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../migrations")
+            .join(folder);
+        Migrator::new(path).await.unwrap()
+    }
+
+    fn same(embedded: &Migrator, folder: &Migrator, name: &str) {
+        let shape = |m: &Migrator| {
+            m.iter()
+                .map(|x| {
+                    (
+                        x.version,
+                        x.description.to_string(),
+                        x.migration_type,
+                        x.checksum.to_vec(),
+                        x.no_tx,
+                        x.sql.as_str().to_owned(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let folder = shape(folder);
+        assert!(!folder.is_empty(), "{name}: no migration in the folder");
+        assert_eq!(
+            shape(embedded),
+            folder,
+            "{name}: the embedded list must name every file of migrations/{name}, in order"
+        );
+    }
+
+    /// Every file of each folder is embedded, with the version,
+    /// description, checksum and transaction mode sqlx gives it: a file
+    /// added to a folder and not to its list, or the other way round,
+    /// fails here; and databases migrated before see the same checksums.
+    #[tokio::test]
+    async fn each_embedded_list_is_its_folder_as_sqlx_reads_it() {
+        same(&SQLITE, &read_folder("sqlite").await, "sqlite");
+        same(&POSTGRES, &read_folder("postgres").await, "postgres");
+    }
 }

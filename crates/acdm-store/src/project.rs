@@ -18,46 +18,50 @@ use crate::error::StoreError;
 
 /// A row of the stamp-and-members query: an event count by status, or a
 /// member.
-#[derive(sqlx::FromRow)]
-struct StampOrMemberRow {
-    kind: String,
-    key: String,
-    count: i64,
-    role: Option<String>,
-    display_name: Option<String>,
+crate::db::row! {
+    struct StampOrMemberRow {
+        kind: String,
+        key: String,
+        count: i64,
+        role: Option<String>,
+        display_name: Option<String>,
+    }
 }
 
-#[derive(sqlx::FromRow)]
-struct UpcomingRow {
-    id: String,
-    title: String,
-    starts_at: DateTime<Utc>,
-    ends_at: DateTime<Utc>,
-    location: Option<String>,
-    version: i64,
-    attendees: i64,
+crate::db::row! {
+    struct UpcomingRow {
+        id: String,
+        title: String,
+        starts_at: DateTime<Utc>,
+        ends_at: DateTime<Utc>,
+        location: Option<String>,
+        version: i64,
+        attendees: i64,
+    }
 }
 
-#[derive(sqlx::FromRow)]
-struct BriefRow {
-    id: String,
-    title: String,
-    kind: String,
-    period_start: NaiveDate,
-    period_end: NaiveDate,
-    version: i64,
-    updated_at: DateTime<Utc>,
+crate::db::row! {
+    struct BriefRow {
+        id: String,
+        title: String,
+        kind: String,
+        period_start: NaiveDate,
+        period_end: NaiveDate,
+        version: i64,
+        updated_at: DateTime<Utc>,
+    }
 }
 
-#[derive(sqlx::FromRow)]
-struct WriteRow {
-    id: String,
-    op: String,
-    target: String,
-    user_id: Option<String>,
-    agent_name: Option<String>,
-    status: String,
-    created_at: DateTime<Utc>,
+crate::db::row! {
+    struct WriteRow {
+        id: String,
+        op: String,
+        target: String,
+        user_id: Option<String>,
+        agent_name: Option<String>,
+        status: String,
+        created_at: DateTime<Utc>,
+    }
 }
 
 /// A project's events counted by status ([`Store::journal_stamp`]): equal

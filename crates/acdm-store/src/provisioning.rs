@@ -63,12 +63,13 @@ macro_rules! bump_epoch {
     };
 }
 
-#[derive(sqlx::FromRow)]
-struct ProjectRow {
-    id: String,
-    slug: String,
-    name: String,
-    created_at: DateTime<Utc>,
+crate::db::row! {
+    struct ProjectRow {
+        id: String,
+        slug: String,
+        name: String,
+        created_at: DateTime<Utc>,
+    }
 }
 
 /// Parses the identifying columns of a `projects` row.
@@ -95,11 +96,12 @@ impl ProjectRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
-struct MemberRow {
-    user_id: String,
-    role: String,
-    updated_at: DateTime<Utc>,
+crate::db::row! {
+    struct MemberRow {
+        user_id: String,
+        role: String,
+        updated_at: DateTime<Utc>,
+    }
 }
 
 impl MemberRow {
@@ -113,11 +115,12 @@ impl MemberRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
-pub(crate) struct MountRow {
-    name: String,
-    root: String,
-    writable: bool,
+crate::db::row! {
+    pub(crate) struct MountRow {
+        name: String,
+        root: String,
+        writable: bool,
+    }
 }
 
 impl MountRow {
@@ -131,13 +134,14 @@ impl MountRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
-struct AgentMountRow {
-    agent_name: String,
-    slug: String,
-    role: String,
-    mounted_at: DateTime<Utc>,
-    unmounted_at: Option<DateTime<Utc>>,
+crate::db::row! {
+    struct AgentMountRow {
+        agent_name: String,
+        slug: String,
+        role: String,
+        mounted_at: DateTime<Utc>,
+        unmounted_at: Option<DateTime<Utc>>,
+    }
 }
 
 impl AgentMountRow {
