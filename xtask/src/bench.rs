@@ -12,10 +12,16 @@
 //!   `ACDM_BENCH_DATABASE_URL`, on PostgreSQL in the same run.
 //! - `http`: the release binary on loopback against a real upstream
 //!   (Debian's nginx serving GitLab's and Nextcloud's wire formats), next
-//!   to an nginx one-hop proxy as the floor, driven by wrk at C=16, 32 and
-//!   64: req/s, p50, p99 and the ratio to the floor of the service's hot
-//!   path, and its resident memory. On SQLite, or with `--database
-//!   postgres://…` on a PostgreSQL database of its own. Not part of
+//!   to an nginx one-hop proxy as the floor, driven by wrk at C=16, 32,
+//!   64, 256 and 1024 (the last two for half the seconds): req/s, p50,
+//!   p99 and the ratio to the floor of the service's hot path, the CPU the
+//!   service used (cores busy and µs per answer), its resident memory, and
+//!   at the end each scenario's req/s at every level as a share of its
+//!   C=64 figure. On SQLite, or with `--database postgres://…` on a
+//!   PostgreSQL database of its own; `--upstream-cap 32,1024` runs it all
+//!   once per `ACDM_UPSTREAM_MAX_CONNECTIONS`, so the cap's cost shows
+//!   (`--concurrency`, `--only`, `--seconds`, `--set KEY=VALUE`: see
+//!   `acdm-cluster bench`). Not part of
 //!   `cargo xtask bench` without a suite name: it needs nginx, its WebDAV
 //!   module and wrk (`cargo xtask setup` installs them as root) and builds
 //!   the release binary. Like `cargo xtask cluster`, this module only
