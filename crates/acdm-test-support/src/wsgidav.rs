@@ -5,6 +5,9 @@
 //!
 //! Without wsgidav, [`Wsgidav::start`] answers `None` and says so — unless
 //! `ACDM_REQUIRE_WEBDAV` is set (CI), where its absence fails the test.
+//! [`Wsgidav::start_in`] is the same server for a harness that keeps its
+//! run folder (the cluster's): its files in a folder of the caller's, and
+//! an error instead of a panic.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -27,7 +30,8 @@ const THREADS: usize = 96;
 /// Log lines shown when a test fails while the server runs.
 const LOG_TAIL_LINES: usize = 60;
 
-/// A running wsgidav serving a temporary folder; stopped when dropped.
+/// A running wsgidav serving a folder (a temporary one unless started
+/// with [`Wsgidav::start_in`]); stopped when dropped.
 #[derive(Debug)]
 pub struct Wsgidav {
     /// Where it listens.
@@ -35,7 +39,10 @@ pub struct Wsgidav {
     /// The folder it serves: the user's home, `/` in WebDAV paths.
     pub root: PathBuf,
     child: Child,
-    dir: tempfile::TempDir,
+    /// Its configuration and log (and `root`, `home` in it).
+    dir: PathBuf,
+    /// The temporary folder `dir` is, removed when it stops.
+    _temp: Option<tempfile::TempDir>,
 }
 
 impl Drop for Wsgidav {
@@ -78,30 +85,55 @@ impl Wsgidav {
             }
             return None;
         };
-        let dir = must(tempfile::tempdir(), "a temporary folder");
-        let root = dir.path().join("home");
-        must(std::fs::create_dir_all(&root), "the served folder");
+        let temp = must(tempfile::tempdir(), "a temporary folder");
+        let dir = temp.path().to_owned();
+        match Self::launch(&binary, dir).await {
+            Ok(mut server) => {
+                server._temp = Some(temp);
+                Some(server)
+            }
+            Err(why) => panic!("{why}"),
+        }
+    }
+
+    /// Starts wsgidav with its configuration, its log (`wsgidav.log`) and
+    /// the folder it serves (`home`) in `dir`, which it leaves in place
+    /// when it stops: for a harness that keeps its run folder.
+    ///
+    /// # Errors
+    ///
+    /// When wsgidav is not installed or does not start (with its log).
+    pub async fn start_in(dir: &Path) -> Result<Self, String> {
+        let binary = binary()
+            .ok_or("wsgidav is not installed (run `cargo xtask setup`, or set ACDM_WSGIDAV)")?;
+        Self::launch(&binary, dir.to_owned()).await
+    }
+
+    /// Starts `binary` in `dir` on a free port, trying another when the
+    /// one picked was taken meanwhile.
+    async fn launch(binary: &Path, dir: PathBuf) -> Result<Self, String> {
+        let root = dir.join("home");
+        std::fs::create_dir_all(&root)
+            .map_err(|e| format!("cannot make the served folder {}: {e}", root.display()))?;
+        let log_path = dir.join("wsgidav.log");
         for _ in 0..PORT_ATTEMPTS {
-            let port = free_port();
-            let config = dir.path().join("wsgidav.yaml");
-            must(
-                std::fs::write(&config, config_text(port, &root)),
-                "the wsgidav configuration",
-            );
-            let log = must(
-                std::fs::File::create(dir.path().join("wsgidav.log")),
-                "the wsgidav log",
-            );
-            let mut child = must(
-                Command::new(&binary)
-                    .arg("--config")
-                    .arg(&config)
-                    .stdin(Stdio::null())
-                    .stdout(must(log.try_clone(), "the wsgidav log"))
-                    .stderr(log)
-                    .spawn(),
-                "wsgidav",
-            );
+            let port = free_port()?;
+            let config = dir.join("wsgidav.yaml");
+            std::fs::write(&config, config_text(port, &root))
+                .map_err(|e| format!("cannot write the wsgidav configuration: {e}"))?;
+            let log = std::fs::File::create(&log_path)
+                .map_err(|e| format!("cannot create the wsgidav log: {e}"))?;
+            let out = log
+                .try_clone()
+                .map_err(|e| format!("cannot share the wsgidav log: {e}"))?;
+            let mut child = Command::new(binary)
+                .arg("--config")
+                .arg(&config)
+                .stdin(Stdio::null())
+                .stdout(out)
+                .stderr(log)
+                .spawn()
+                .map_err(|e| format!("cannot start wsgidav ({}): {e}", binary.display()))?;
             let addr = SocketAddr::from(([127, 0, 0, 1], port));
             let ready = tokio::time::timeout(START_TIMEOUT, async {
                 loop {
@@ -116,18 +148,19 @@ impl Wsgidav {
             })
             .await;
             if ready == Ok(true) {
-                return Some(Self {
+                return Ok(Self {
                     addr,
                     root,
                     child,
                     dir,
+                    _temp: None,
                 });
             }
             let _ = child.kill();
             let _ = child.wait();
         }
-        let log = std::fs::read_to_string(dir.path().join("wsgidav.log")).unwrap_or_default();
-        panic!("wsgidav did not start:\n{log}");
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        Err(format!("wsgidav did not start:\n{log}"))
     }
 
     /// The base URL of the server (`http://127.0.0.1:<port>/`).
@@ -137,7 +170,7 @@ impl Wsgidav {
 
     /// What the server has logged so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("wsgidav.log")).unwrap_or_default()
+        std::fs::read_to_string(self.dir.join("wsgidav.log")).unwrap_or_default()
     }
 }
 
@@ -164,9 +197,11 @@ fn config_text(port: u16, root: &Path) -> String {
 
 /// A port free at this moment. wsgidav binds it itself a moment later, so
 /// [`Wsgidav::start`] tries another when it was taken in between.
-fn free_port() -> u16 {
-    let listener = must(TcpListener::bind("127.0.0.1:0"), "a loopback port");
-    must(listener.local_addr(), "a loopback port").port()
+fn free_port() -> Result<u16, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .map_err(|e| format!("cannot get a loopback port: {e}"))
 }
 
 /// The value, or a panic naming what could not be had (test support: a
@@ -176,5 +211,55 @@ fn must<T, E: std::fmt::Display>(result: Result<T, E>, what: &str) -> T {
     match result {
         Ok(value) => value,
         Err(error) => panic!("test support: cannot get {what}: {error}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_server_started_in_a_folder_serves_it_and_leaves_it_when_dropped() {
+        if binary().is_none() {
+            assert!(
+                crate::setting("ACDM_REQUIRE_WEBDAV").is_none(),
+                "ACDM_REQUIRE_WEBDAV is set but wsgidav is not installed"
+            );
+            return;
+        }
+        let dir = must(tempfile::tempdir(), "a temporary folder");
+        let server = match Wsgidav::start_in(dir.path()).await {
+            Ok(server) => server,
+            Err(why) => panic!("{why}"),
+        };
+        assert_eq!(server.root, dir.path().join("home"));
+        must(
+            std::fs::write(server.root.join("a.txt"), "hello"),
+            "a served file",
+        );
+        // `u:p` in basic auth, at Nextcloud's path.
+        let mut stream = must(
+            tokio::net::TcpStream::connect(server.addr).await,
+            "a connection",
+        );
+        let request = format!(
+            "GET /remote.php/dav/files/{DAV_USER}/a.txt HTTP/1.1\r\nHost: x\r\n\
+             Authorization: Basic dTpw\r\nConnection: close\r\n\r\n"
+        );
+        must(stream.write_all(request.as_bytes()).await, "a request");
+        let mut answer = String::new();
+        must(stream.read_to_string(&mut answer).await, "an answer");
+        assert!(
+            answer.starts_with("HTTP/1.1 200") && answer.ends_with("hello"),
+            "{answer}"
+        );
+        let addr = server.addr;
+        drop(server);
+        // Stopped, its folder and log left for the harness that keeps them.
+        assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+        assert!(dir.path().join("home").join("a.txt").is_file());
+        assert!(dir.path().join("wsgidav.log").is_file());
     }
 }

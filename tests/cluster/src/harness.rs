@@ -2,7 +2,8 @@
 //!
 //! - a PostgreSQL database of its own on the local server
 //!   (`acdm_cluster_<pid>`, created at start and dropped at the end);
-//! - the real WebDAV server (wsgidav from `.test-tools/venv`) serving a
+//! - the real WebDAV server (wsgidav from `.test-tools/venv`, started by
+//!   `acdm-test-support`'s launcher, the test suites' own) serving a
 //!   folder at Nextcloud's DAV path, as the replicas' Nextcloud;
 //! - N replicas of the release binary (`acdm-backend serve`), migrated
 //!   once beforehand like the compose file's `migrate` service, each on a
@@ -13,13 +14,14 @@
 //! The project `alpha` (folder `Alpha`), its members and its agent are
 //! provisioned through the operator API of replica 0. Each child's output
 //! goes to a file in the run folder (`replica-<i>.log`, `nginx/`,
-//! `webdav.log`).
+//! `webdav/wsgidav.log`).
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use acdm_harness_client::{ClientConfig, HarnessClient};
+use acdm_test_support::{DAV_PASSWORD, DAV_USER, Wsgidav};
 use anyhow::{Context, Result, anyhow, bail};
 use rustix::process::Signal;
 use secrecy::SecretString;
@@ -39,9 +41,6 @@ pub(crate) const AGENT: &str = "project-alpha";
 pub(crate) const OWNER: &str = "u-alice";
 /// A member (members write files).
 pub(crate) const MEMBER: &str = "u-bob";
-/// The WebDAV account (the Nextcloud user whose files hold the projects).
-const DAV_USER: &str = "u";
-const DAV_PASSWORD: &str = "p";
 /// The `Host` values the replicas' MCP endpoint accepts: the compose
 /// file's list (nginx sends `Host: acdm-backend`).
 const ALLOWED_HOSTS: &str = "acdm-backend,localhost,127.0.0.1";
@@ -133,71 +132,6 @@ impl Drop for Database {
     }
 }
 
-/// The WebDAV server: wsgidav serving [`WebDav::root`] at
-/// `/remote.php/dav/files/u`, with basic auth.
-pub(crate) struct WebDav {
-    /// Where it listens.
-    pub(crate) addr: SocketAddr,
-    /// The folder served (the DAV user's home).
-    pub(crate) root: PathBuf,
-    process: Process,
-}
-
-impl WebDav {
-    /// Starts wsgidav from the project's venv on a free port. The same
-    /// configuration as the test suites' (`acdm-test-support`'s
-    /// `wsgidav.rs`): cheroot with many worker threads, Nextcloud's path.
-    async fn start(venv: &Path, dir: &Path) -> Result<Self> {
-        let binary = venv.join("bin").join("wsgidav");
-        if !binary.is_file() {
-            bail!(
-                "wsgidav is not installed at {} (run `cargo xtask setup`)",
-                binary.display()
-            );
-        }
-        let root = dir.join("dav");
-        std::fs::create_dir_all(root.join("Projects"))?;
-        let mut last_error = anyhow!("wsgidav did not start");
-        for _ in 0..5 {
-            let port = free_port()?;
-            let config = dir.join("wsgidav.yaml");
-            std::fs::write(&config, wsgidav_config(port, &root))?;
-            let mut command = Command::new(&binary);
-            command.arg("--config").arg(&config);
-            let mut process = Process::spawn("wsgidav", command, &dir.join("webdav.log"))?;
-            let addr = SocketAddr::from(([127, 0, 0, 1], port));
-            match wait_for_port(addr, &mut process, Duration::from_secs(30)).await {
-                Ok(()) => {
-                    return Ok(Self {
-                        addr,
-                        root,
-                        process,
-                    });
-                }
-                Err(error) => last_error = error,
-            }
-        }
-        Err(last_error)
-    }
-
-    /// The project's folder on the WebDAV disk.
-    pub(crate) fn project_folder(&self) -> PathBuf {
-        self.root.join("Projects").join(PROJECT)
-    }
-}
-
-fn wsgidav_config(port: u16, root: &Path) -> String {
-    format!(
-        "host: 127.0.0.1\nport: {port}\nserver: cheroot\nverbose: 1\n\
-         server_args:\n  numthreads: 96\n\
-         provider_mapping:\n  \"/remote.php/dav/files/{DAV_USER}\": \"{}\"\n\
-         simple_dc:\n  user_mapping:\n    \"*\":\n      \"{DAV_USER}\":\n        password: \"{DAV_PASSWORD}\"\n\
-         http_authenticator:\n  domain_controller: null\n  accept_basic: true\n  accept_digest: false\n  default_to_digest: false\n\
-         lock_storage: true\nproperty_manager: true\ndir_browser:\n  enable: false\n",
-        root.display()
-    )
-}
-
 /// One replica: its address stays the same across restarts (it is in
 /// nginx's upstream list).
 pub(crate) struct Replica {
@@ -221,8 +155,8 @@ pub(crate) struct Cluster {
     /// restarts them without ([`Cluster::restart_all_with`]).
     extra: Vec<(String, String)>,
     db: Database,
-    /// The WebDAV server.
-    pub(crate) dav: WebDav,
+    /// The WebDAV server (its folder `webdav/` in the run folder).
+    pub(crate) dav: Wsgidav,
     /// The replicas, by index.
     pub(crate) replicas: Vec<Replica>,
     /// The balancer.
@@ -255,10 +189,11 @@ impl Cluster {
             &spec.postgres,
             &format!("acdm_cluster_{}", std::process::id()),
         )?;
-        let venv = spec.root.join(".test-tools").join("venv");
-        let dav = WebDav::start(&venv, &spec.dir).await?;
+        let dav = Wsgidav::start_in(&spec.dir.join("webdav"))
+            .await
+            .map_err(|why| anyhow!(why))?;
         let data = spec.dir.join("data");
-        seed(&data, &dav)?;
+        seed(&data, &project_folder(&dav))?;
         let mut env: Vec<(String, String)> = [
             ("DATABASE_URL", db.url()),
             ("ACDM_DATA_DIR", data.display().to_string()),
@@ -580,10 +515,8 @@ impl Cluster {
                 process.stop(Signal::TERM, STOP_GRACE).await;
             }
         }
-        self.dav
-            .process
-            .stop(Signal::TERM, Duration::from_secs(5))
-            .await;
+        // Killed and waited for when dropped.
+        drop(self.dav);
         self.db.drop_now()
     }
 }
@@ -656,9 +589,14 @@ pub(crate) async fn provision(http: &reqwest::Client, base: &str, admin_token: &
 /// searched file by file, as GitLab's blob search would be).
 const HANDBOOK_PAGES: usize = 1000;
 
+/// The project's folder on the WebDAV server's disk.
+pub(crate) fn project_folder(dav: &Wsgidav) -> PathBuf {
+    dav.root.join("Projects").join(PROJECT)
+}
+
 /// The wiki pages (the replicas' shared data folder) and the project's
 /// files (on the WebDAV disk) every check reads.
-fn seed(data: &Path, dav: &WebDav) -> Result<()> {
+fn seed(data: &Path, project: &Path) -> Result<()> {
     let wiki = data.join("wiki");
     let handbook = wiki.join("handbook");
     std::fs::create_dir_all(&handbook)?;
@@ -678,11 +616,11 @@ fn seed(data: &Path, dav: &WebDav) -> Result<()> {
             "# Wiki\n\nSee guides/weekly-reports.md.\n",
         ),
         (
-            dav.project_folder().join("README.md"),
+            project.join("README.md"),
             "# Alpha\n\nThe Alpha project's shared folder.\n",
         ),
         (
-            dav.project_folder().join("notes").join("plan.md"),
+            project.join("notes").join("plan.md"),
             "# Plan\n\n1. Build\n2. Ship\n",
         ),
     ];

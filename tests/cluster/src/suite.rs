@@ -950,7 +950,11 @@ async fn under_load(
     signal: Signal,
     tag: &str,
 ) -> Result<UnderLoad> {
-    std::fs::create_dir_all(cluster.dav.project_folder().join("load").join(tag))?;
+    std::fs::create_dir_all(
+        crate::harness::project_folder(&cluster.dav)
+            .join("load")
+            .join(tag),
+    )?;
     let target = Target::new(cluster, &cluster.balancer_url())?;
     let mark = cluster.nginx.log.mark();
     let load = Load::start(&target, CONCURRENCY, tag);
@@ -1009,7 +1013,7 @@ async fn acknowledged_writes_are_applied(cluster: &Cluster, run: &UnderLoad) -> 
         .iter()
         .filter_map(|r| r.acked.as_ref())
         .collect();
-    let folder = cluster.dav.project_folder();
+    let folder = crate::harness::project_folder(&cluster.dav);
     for write in &acked {
         let path = folder.join(&write.rel_path);
         let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
@@ -1125,9 +1129,7 @@ async fn a_crash_under_load_loses_only_what_was_in_flight(
     let events_applied = events_with_status(cluster, "applied").await?;
     for failure in failures.iter().filter(|r| r.op == Op::NcWrite) {
         let thread = |e: &&Value| e.pointer("/actor/thread_id") == Some(&json!(failure.probe));
-        let path = cluster
-            .dav
-            .project_folder()
+        let path = crate::harness::project_folder(&cluster.dav)
             .join("load")
             .join("kill9")
             .join(format!("{}.txt", failure.probe));
