@@ -43,6 +43,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use chrono::{DateTime, NaiveDate, Utc};
+use cookie::{Cookie, SameSite};
+use serde::Deserialize;
 
 use crate::html::{csrf_field, esc, page, query_value, table};
 use crate::session::{COOKIE, LIFETIME_SECONDS, Session, SessionKey};
@@ -94,7 +96,7 @@ impl ConsoleState {
                 switch,
                 resolver,
                 token,
-                key: SessionKey::derive(admin_token.as_bytes()),
+                key: SessionKey::derive(admin_token.as_bytes())?,
                 secure_cookie,
             }),
         })
@@ -136,15 +138,33 @@ fn now() -> i64 {
     Utc::now().timestamp()
 }
 
+/// The session cookie's value, from the `Cookie` headers (parsed by the
+/// `cookie` crate: pairs split at `;`, spaces around names and values
+/// ignored, a pair that is not one skipped); the first one named
+/// [`COOKIE`].
 fn cookie_value(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .map(|(_, value)| value.to_owned())
+        .flat_map(Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|cookie| cookie.name() == COOKIE)
+        .map(|cookie| cookie.value().to_owned())
+}
+
+/// The `Set-Cookie` value of the session cookie carrying `value` for
+/// `max_age` seconds: `HttpOnly`, `SameSite=Strict`, `Path=/console`, and
+/// `Secure` when the console is served over TLS.
+fn session_cookie(secure: bool, value: String, max_age: i64) -> Option<HeaderValue> {
+    let cookie = Cookie::build((COOKIE, value))
+        .path("/console")
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .secure(secure)
+        .max_age(cookie::time::Duration::seconds(max_age))
+        .build();
+    HeaderValue::from_str(&cookie.to_string()).ok()
 }
 
 /// Whether a form post comes from a console page. A browser says where
@@ -231,9 +251,11 @@ async fn guard_inner(state: ConsoleState, mut req: Request, next: Next) -> Respo
         let Ok(bytes) = axum::body::to_bytes(body, 64 * 1024).await else {
             return refusal(StatusCode::PAYLOAD_TOO_LARGE, "This form is too large.");
         };
-        let fields = form_fields(&bytes);
-        let token = fields.get("csrf").map(String::as_str).unwrap_or_default();
-        if !state.inner.key.csrf_matches(&session, token) {
+        let token = read_form::<CsrfForm>(&bytes)
+            .ok()
+            .and_then(|form| form.csrf)
+            .unwrap_or_default();
+        if !state.inner.key.csrf_matches(&session, &token) {
             return refusal(
                 StatusCode::FORBIDDEN,
                 "This form's security token is missing or wrong. Reload the page and try again.",
@@ -283,42 +305,68 @@ fn failed(operator: &Operator, what: &str) -> Response {
     (StatusCode::CONFLICT, html_headers(), body).into_response()
 }
 
-/// `application/x-www-form-urlencoded` fields (the last value of a name).
-fn form_fields(bytes: &[u8]) -> HashMap<String, String> {
-    let text = String::from_utf8_lossy(bytes);
-    text.split('&')
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| {
-            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            (form_decode(name), form_decode(value))
-        })
-        .collect()
+/// A form body (`application/x-www-form-urlencoded`), decoded by
+/// `serde_urlencoded`: `+` and percent escapes decoded, bytes that are
+/// not UTF-8 replaced, fields the form does not name ignored (every post
+/// carries `csrf`). A field given twice makes the form unreadable.
+fn read_form<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+) -> Result<T, serde_urlencoded::de::Error> {
+    serde_urlencoded::from_bytes(bytes)
 }
 
-fn form_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        match b {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = bytes
-                    .get(i + 1..i + 3)
-                    .and_then(|h| std::str::from_utf8(h).ok())
-                    .and_then(|h| u8::from_str_radix(h, 16).ok());
-                if let Some(value) = hex {
-                    out.push(value);
-                    i += 2;
-                } else {
-                    out.push(b'%');
-                }
-            }
-            other => out.push(other),
-        }
-        i += 1;
+/// The answer to a signed-in form that cannot be read. It says what to
+/// do, not what was posted (a field may hold a secret).
+fn unreadable_form(operator: &Operator) -> Response {
+    let body = page(
+        "Not done",
+        Some((&operator.session.user, &operator.csrf)),
+        "<p class=\"banner off\">This form could not be read (a field was given twice?). Reload the page and try again.</p>",
+    );
+    (StatusCode::BAD_REQUEST, html_headers(), body).into_response()
+}
+
+/// The field every post carries, read by [`guard`].
+#[derive(Deserialize)]
+struct CsrfForm {
+    csrf: Option<String>,
+}
+
+/// The sign-in form.
+#[derive(Deserialize)]
+struct SignInForm {
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    user: String,
+}
+
+/// A form that asks for a confirmation first (`confirm=yes` once given).
+#[derive(Deserialize)]
+struct ConfirmForm {
+    confirm: Option<String>,
+}
+
+impl ConfirmForm {
+    fn confirmed(&self) -> bool {
+        self.confirm.as_deref() == Some("yes")
     }
-    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The form that mounts an agent on a project.
+#[derive(Deserialize)]
+struct MountForm {
+    #[serde(default)]
+    agent: String,
+    confirm: Option<String>,
+}
+
+/// The kill switch's form.
+#[derive(Deserialize)]
+struct KillSwitchForm {
+    writes: Option<String>,
+    #[serde(default)]
+    reason: String,
 }
 
 fn signed_in(operator: &Operator) -> Option<(&str, &str)> {
@@ -364,9 +412,12 @@ async fn sign_in_page() -> Response {
 }
 
 async fn sign_in(State(state): State<ConsoleState>, body: Bytes) -> Response {
-    let fields = form_fields(&body);
-    let token = fields.get("token").map(String::as_str).unwrap_or_default();
-    let user = fields.get("user").map(String::as_str).unwrap_or_default();
+    let Ok(SignInForm { token, user }) = read_form(&body) else {
+        let page = sign_in_form(Some(
+            "This form could not be read (a field was given twice?). Reload the page and try again.",
+        ));
+        return (StatusCode::BAD_REQUEST, html_headers(), page).into_response();
+    };
     if !state.inner.token.matches(token.as_bytes()) {
         tracing::warn!("console sign-in refused: not the admin token");
         let page = sign_in_form(Some("That is not this deployment's admin token."));
@@ -384,27 +435,21 @@ async fn sign_in(State(state): State<ConsoleState>, body: Bytes) -> Response {
         expires: now() + LIFETIME_SECONDS,
     };
     tracing::info!(user = %user, "operator signed in to the console");
-    let mut cookie = format!(
-        "{COOKIE}={}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={LIFETIME_SECONDS}",
-        state.inner.key.seal(&session)
+    let cookie = session_cookie(
+        state.inner.secure_cookie,
+        state.inner.key.seal(&session),
+        LIFETIME_SECONDS,
     );
-    if state.inner.secure_cookie {
-        cookie.push_str("; Secure");
-    }
     let mut response = Redirect::to("/console/projects").into_response();
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
+    if let Some(value) = cookie {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     response
 }
 
 async fn sign_out(State(state): State<ConsoleState>) -> Response {
-    let mut cookie = format!("{COOKIE}=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0");
-    if state.inner.secure_cookie {
-        cookie.push_str("; Secure");
-    }
     let mut response = Redirect::to("/console/sign-in").into_response();
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
+    if let Some(value) = session_cookie(state.inner.secure_cookie, String::new(), 0) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     response
@@ -592,18 +637,17 @@ async fn mount_agent(
     Path(slug): Path<String>,
     body: Bytes,
 ) -> Response {
-    let fields = form_fields(&body);
-    let (Ok(slug), Ok(agent)) = (
-        ProjectSlug::parse(&slug),
-        AgentName::parse(fields.get("agent").map(String::as_str).unwrap_or_default()),
-    ) else {
+    let Ok(form) = read_form::<MountForm>(&body) else {
+        return unreadable_form(&operator);
+    };
+    let (Ok(slug), Ok(agent)) = (ProjectSlug::parse(&slug), AgentName::parse(&form.agent)) else {
         return failed(
             &operator,
             "Give a project and an agent name (letters, digits, `.`, `_`, `-`).",
         );
     };
     let action = format!("/console/projects/{}/agents", query_value(slug.as_str()));
-    if fields.get("confirm").map(String::as_str) != Some("yes") {
+    if form.confirm.as_deref() != Some("yes") {
         let what = format!(
             "Mount agent <code>{}</code> as the manager of project <code>{}</code>? If it manages another project now, it moves here; its next call acts on this project.",
             esc(agent.as_str()),
@@ -638,12 +682,14 @@ async fn unmount_agent(
     Path(agent): Path<String>,
     body: Bytes,
 ) -> Response {
-    let fields = form_fields(&body);
+    let Ok(form) = read_form::<ConfirmForm>(&body) else {
+        return unreadable_form(&operator);
+    };
     let Ok(agent) = AgentName::parse(&agent) else {
         return not_found(&operator, "No such agent.");
     };
     let action = format!("/console/agents/{}/unmount", query_value(agent.as_str()));
-    if fields.get("confirm").map(String::as_str) != Some("yes") {
+    if !form.confirmed() {
         let what = format!(
             "Unmount agent <code>{}</code>? Its calls are refused (scope_violation) on every server within seconds, until it is mounted again.",
             esc(agent.as_str())
@@ -1088,7 +1134,9 @@ async fn revert(
     Path((slug, id)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let fields = form_fields(&body);
+    let Ok(form) = read_form::<ConfirmForm>(&body) else {
+        return unreadable_form(&operator);
+    };
     let Some(event) = event_of(&state, &slug, &id).await else {
         return not_found(&operator, "No such event in this project.");
     };
@@ -1097,7 +1145,7 @@ async fn revert(
         query_value(event.project.as_str()),
         event.id
     );
-    if fields.get("confirm").map(String::as_str) != Some("yes") {
+    if !form.confirmed() {
         let what = format!(
             "Revert <code>{}</code> ({} of {} by {})? The revert is itself an event, recorded as yours ({}). It will:{}\
              It is refused, changing nothing, if what it touches changed since.",
@@ -1185,16 +1233,15 @@ async fn set_kill_switch(
     axum::Extension(operator): axum::Extension<Operator>,
     body: Bytes,
 ) -> Response {
-    let fields = form_fields(&body);
-    let enabled = match fields.get("writes").map(String::as_str) {
+    let Ok(form) = read_form::<KillSwitchForm>(&body) else {
+        return unreadable_form(&operator);
+    };
+    let enabled = match form.writes.as_deref() {
         Some("on") => true,
         Some("off") => false,
         _ => return failed(&operator, "Say whether writes go on or off."),
     };
-    let reason = fields
-        .get("reason")
-        .map(|r| r.trim().to_owned())
-        .unwrap_or_default();
+    let reason = form.reason.trim().to_owned();
     if reason.is_empty() || reason.chars().count() > 500 {
         return failed(&operator, "Give a reason (at most 500 characters).");
     }
@@ -1227,12 +1274,116 @@ mod tests {
     use super::*;
 
     #[test]
-    fn form_fields_decode_plus_and_percent() {
-        let fields = form_fields(b"a=1+2&b=%3Cx%3E&c=&d");
-        assert_eq!(fields["a"], "1 2");
-        assert_eq!(fields["b"], "<x>");
-        assert_eq!(fields["c"], "");
-        assert_eq!(fields["d"], "");
+    fn forms_decode_plus_and_percent_escapes() {
+        let form: KillSwitchForm =
+            read_form(b"csrf=a%2Bb&writes=off&reason=disk+full%3A+%3Cx%3E+100%25+%E2%9C%93+a%2Bb")
+                .unwrap();
+        assert_eq!(form.writes.as_deref(), Some("off"));
+        assert_eq!(form.reason, "disk full: <x> 100% \u{2713} a+b");
+        let form: CsrfForm = read_form(b"reason=x&csrf=a%2Bb%3D%3D").unwrap();
+        assert_eq!(form.csrf.as_deref(), Some("a+b=="));
+        // Missing fields are empty, a name without `=` has an empty value,
+        // empty pairs are skipped.
+        let form: SignInForm = read_form(b"&user&&").unwrap();
+        assert_eq!((form.token.as_str(), form.user.as_str()), ("", ""));
+        let form: KillSwitchForm = read_form(b"").unwrap();
+        assert_eq!((form.writes, form.reason.as_str()), (None, ""));
+        // A broken escape is kept as written; bytes that are not UTF-8
+        // are replaced, never refused.
+        let form: SignInForm = read_form(b"user=100%zz%4&token=%FF%FEx").unwrap();
+        assert_eq!(form.user, "100%zz%4");
+        assert_eq!(form.token, "\u{FFFD}\u{FFFD}x");
+        let form: MountForm = read_form(b"agent=bot-1&confirm=yes&csrf=x").unwrap();
+        assert_eq!(
+            (form.agent.as_str(), form.confirm.as_deref()),
+            ("bot-1", Some("yes"))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_field_given_twice_makes_a_form_unreadable_and_the_answer_is_a_page_without_it() {
+        let sign_in = b"token=first-secret&user=u&token=second-secret";
+        assert!(read_form::<SignInForm>(sign_in).is_err());
+        assert!(read_form::<CsrfForm>(b"csrf=a&csrf=b").is_err());
+        assert!(!read_form::<ConfirmForm>(b"confirm=no&confirm=yes").is_ok_and(|f| f.confirmed()));
+        let operator = Operator {
+            session: Session {
+                user: "u-ops".to_owned(),
+                nonce: session::nonce(),
+                expires: 0,
+            },
+            csrf: "token".to_owned(),
+        };
+        let response = unreadable_form(&operator);
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            response.headers().get(header::CONTENT_TYPE).unwrap(),
+            "text/html; charset=utf-8"
+        );
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let body = String::from_utf8(body.to_vec()).unwrap();
+        assert!(body.contains("This form could not be read"), "{body}");
+        assert!(!body.contains("secret"), "{body}");
+    }
+
+    #[test]
+    fn the_session_cookie_is_found_among_others_whatever_the_spacing() {
+        let value = |lines: &[&'static str]| {
+            let mut headers = HeaderMap::new();
+            for line in lines {
+                headers.append(header::COOKIE, HeaderValue::from_static(line));
+            }
+            cookie_value(&headers)
+        };
+        assert_eq!(value(&["acdm_console=v1.a.b"]), Some("v1.a.b".to_owned()));
+        assert_eq!(
+            value(&["theme=dark;acdm_consolex=no ;  acdm_console =  v1.a.b ;other=1"]),
+            Some("v1.a.b".to_owned())
+        );
+        assert_eq!(
+            value(&["a=1;;; =x; broken ;acdm_console=v1.c.d; acdm_console=later"]),
+            Some("v1.c.d".to_owned()),
+            "pairs that are not pairs are skipped, the first of a name counts"
+        );
+        // Several Cookie headers (as HTTP/2 sends them).
+        assert_eq!(
+            value(&["theme=dark; lang=en", "\tacdm_console=v1.e.f\t", "x=y"]),
+            Some("v1.e.f".to_owned())
+        );
+        assert_eq!(value(&["acdm_consol=v1; xacdm_console=v2"]), None);
+        assert_eq!(value(&[]), None);
+    }
+
+    #[test]
+    fn the_session_cookie_is_http_only_strict_and_secure_behind_tls() {
+        let set = |secure, value: &str, max_age| {
+            session_cookie(secure, value.to_owned(), max_age)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(
+            set(false, "v1.a.b", LIFETIME_SECONDS),
+            "acdm_console=v1.a.b; HttpOnly; SameSite=Strict; Path=/console; Max-Age=28800"
+        );
+        assert_eq!(
+            set(true, "v1.a.b", LIFETIME_SECONDS),
+            "acdm_console=v1.a.b; HttpOnly; SameSite=Strict; Secure; Path=/console; Max-Age=28800"
+        );
+        // Signing out: the same cookie, empty, gone at once.
+        assert_eq!(
+            set(true, "", 0),
+            "acdm_console=; HttpOnly; SameSite=Strict; Secure; Path=/console; Max-Age=0"
+        );
+        // What the cookie parser reads back is what was sealed.
+        let mut headers = HeaderMap::new();
+        let sent = set(false, "v1.a.b", 1);
+        let pair = sent.split(';').next().unwrap().to_owned();
+        headers.insert(header::COOKIE, HeaderValue::from_str(&pair).unwrap());
+        assert_eq!(cookie_value(&headers).as_deref(), Some("v1.a.b"));
     }
 
     #[test]
