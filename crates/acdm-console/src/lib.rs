@@ -28,6 +28,7 @@ pub mod session;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use acdm_bff::switch::KillSwitch;
 use acdm_core::events::{Actor, EventId, EventOp, EventStatus, Step, StorageEvent};
@@ -58,6 +59,10 @@ const CSS: &str = include_str!("../assets/console.css");
 
 /// The most bytes of a file an event page reads for its diff.
 const DIFF_BYTES: u64 = 256 * 1024;
+
+/// How long an event page's diffs may search for the shortest diff, all
+/// together; past it, each shows what is left as removed, then added.
+const DIFF_TIME: Duration = Duration::from_millis(250);
 
 /// What the console needs.
 #[derive(Clone)]
@@ -930,8 +935,25 @@ async fn read_text(state: &ConsoleState, path: &AbsPath) -> Option<String> {
     Some(String::from_utf8_lossy(&window.bytes).into_owned())
 }
 
-fn render_diff(before: &str, after: &str) -> String {
-    match diff::lines(before, after) {
+/// The time an event page's diffs have left to search, all together (the
+/// file reads between them are not counted).
+struct DiffBudget {
+    left: Duration,
+}
+
+impl DiffBudget {
+    /// The diff of `before` and `after`, searched until the budget is
+    /// spent, and the time it took taken from the budget.
+    fn render(&mut self, before: &str, after: &str) -> String {
+        let start = Instant::now();
+        let html = render_diff(before, after, start.checked_add(self.left));
+        self.left = self.left.saturating_sub(start.elapsed());
+        html
+    }
+}
+
+fn render_diff(before: &str, after: &str, deadline: Option<Instant>) -> String {
+    match diff::lines(before, after, deadline) {
         None => "<p>Too large to show as a diff.</p>".to_owned(),
         Some(lines) => {
             let mut out = String::from("<pre class=\"diff\">");
@@ -956,6 +978,7 @@ fn render_diff(before: &str, after: &str) -> String {
 /// trash); for a delete or a move, the paths; for a business write, each
 /// row's before- and after-image.
 async fn changes(state: &ConsoleState, event: &StorageEvent) -> String {
+    let mut budget = DiffBudget { left: DIFF_TIME };
     let mut out = String::new();
     let kept: HashMap<String, AbsPath> = event
         .plan
@@ -1006,7 +1029,7 @@ async fn changes(state: &ConsoleState, event: &StorageEvent) -> String {
                     if replaced { "Changed" } else { "Created" },
                     esc(&key),
                     esc(note),
-                    render_diff(&before, &after)
+                    budget.render(&before, &after)
                 );
             }
             Step::Move { from, to } => {
@@ -1031,7 +1054,7 @@ async fn changes(state: &ConsoleState, event: &StorageEvent) -> String {
                         (Some(_), None) => "removed",
                         _ => "changed",
                     },
-                    render_diff(&show(before), &show(after))
+                    budget.render(&show(before), &show(after))
                 );
             }
             Step::Copy { .. } | Step::Discard { .. } => {}
