@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+
 /// `text` escaped for HTML text and double-quoted attribute values.
 pub fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -20,17 +22,18 @@ pub fn esc(text: &str) -> String {
     out
 }
 
-/// `text` as a URL query value (percent-encoded, then safe in HTML).
+/// What [`query_value`] escapes: every byte but RFC 3986's unreserved
+/// characters (letters, digits, `-`, `_`, `.`, `~`).
+const NOT_UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// `text` as a URL query value or path segment (percent-encoded, then
+/// safe in HTML: nothing but unreserved characters and `%` is left).
 pub fn query_value(text: &str) -> String {
-    let mut out = String::new();
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
-            out.push(byte as char);
-        } else {
-            let _ = write!(out, "%{byte:02X}");
-        }
-    }
-    out
+    utf8_percent_encode(text, NOT_UNRESERVED).to_string()
 }
 
 /// A whole page: the navigation (with a sign-out form when signed in),
@@ -106,6 +109,10 @@ mod tests {
             "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"
         );
         assert_eq!(query_value("a b&c=<d>"), "a%20b%26c%3D%3Cd%3E");
+        assert_eq!(
+            query_value("Az09-_.~+/%\"'é"),
+            "Az09-_.~%2B%2F%25%22%27%C3%A9"
+        );
         let page = page("<b>", None, "");
         assert!(page.contains("&lt;b&gt;") && !page.contains("<b>"));
         assert!(!page.contains("<script"));
