@@ -127,15 +127,13 @@ impl GitLabWiki {
         url
     }
 
-    async fn get(&self, url: Url) -> Result<Upstream, SourceError> {
+    /// A GET of `url`; a JSON answer (`json`) may come gzip-compressed,
+    /// a file's raw bytes never do.
+    async fn get(&self, url: Url, json: bool) -> Result<Upstream, SourceError> {
         let headers = self.headers()?;
-        self.http
-            .send(
-                SOURCE,
-                Idempotency::Read,
-                &UpstreamRequest::new(http::Method::GET, url).headers(&headers),
-            )
-            .await
+        let request = UpstreamRequest::new(http::Method::GET, url).headers(&headers);
+        let request = if json { request.accept_gzip() } else { request };
+        self.http.send(SOURCE, Idempotency::Read, &request).await
     }
 
     /// Maps an error response, reading its (small) body for the message.
@@ -204,7 +202,7 @@ impl WikiSource for GitLabWiki {
     }
 
     async fn check(&self) -> Result<(), SourceError> {
-        let response = self.get(self.project_url.clone()).await?;
+        let response = self.get(self.project_url.clone(), true).await?;
         if response.status().is_success() {
             Ok(())
         } else {
@@ -244,7 +242,7 @@ impl WikiSource for GitLabWiki {
                     .append_pair("per_page", &per_page)
                     .append_pair("page", &page.to_string());
             }
-            let response = self.get(url).await?;
+            let response = self.get(url, true).await?;
             if !response.status().is_success() {
                 return Err(
                     Self::failure(response, "the wiki search", query.git_ref.as_ref()).await,
@@ -293,7 +291,7 @@ impl WikiSource for GitLabWiki {
         range: ReadRange,
     ) -> Result<WikiWindow, SourceError> {
         let git_ref = git_ref.unwrap_or(&self.default_ref).clone();
-        let response = self.get(self.raw_url(path, &git_ref)).await?;
+        let response = self.get(self.raw_url(path, &git_ref), false).await?;
         if !response.status().is_success() {
             return Err(Self::failure(
                 response,

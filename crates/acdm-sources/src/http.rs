@@ -1,36 +1,40 @@
 //! The one HTTP client every upstream call goes through.
 //!
-//! HTTP/1.1 of our own over tokio's TCP and rustls: the request is written
-//! and its answer read by the calling task itself, on a connection kept
-//! per host between calls ([`conn`]; the message format in [`wire`]). No
-//! connection task, no channels, no layers for what this client never does
-//! (follow redirects, honour proxy variables, decompress). Timeouts are
-//! explicit, redirects are never followed (a redirect to another host
-//! would carry our credentials: the 3xx is the caller's to map), TLS is
-//! rustls with the webpki roots, and retries are bounded: only idempotent
-//! requests, only on transient outcomes (the request could not be sent or
-//! its answer broke off, timeouts, 502/503/504, 429/503 with a short
-//! `Retry-After`), with exponential backoff and full jitter inside the
-//! request's time budget. Transport errors become [`SourceError`]s without
-//! the URL.
+//! hyper speaks HTTP/1.1 (framing, chunked and to-the-close bodies, 1xx,
+//! keep-alive) on connections of our own pool ([`pool`]: each host's fair
+//! queue of request slots and its connections; [`connect`]: TCP, the
+//! egress proxy of [`proxy`], TLS). Timeouts are explicit, redirects are
+//! never followed (a redirect to another host would carry our
+//! credentials: the 3xx is the caller's to map), TLS is rustls with the
+//! webpki roots (and any extra roots configured), JSON and XML answers may
+//! come gzip-compressed (decoded within the caller's size bound, never for
+//! ranged reads), and retries are bounded: only idempotent requests, only
+//! on transient outcomes (the request could not be sent or its answer
+//! broke off, timeouts, 502/503/504, 429/503 with a short `Retry-After`),
+//! with exponential backoff and full jitter inside the request's time
+//! budget. Transport errors become [`SourceError`]s without the URL.
 
-mod conn;
-mod wire;
+mod connect;
+mod pool;
+mod proxy;
 
 use std::future::Future;
-use std::io;
-use std::sync::Arc;
+use std::io::{self, Write as _};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::OwnedSemaphorePermit;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, header};
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::{Body as _, Incoming};
 use tokio::time::Instant;
-use url::Url;
+use url::{Position, Url};
 
-use self::conn::{Conn, Connector, Host, Hosts, Key};
-use self::wire::{Decoder, Step};
+pub use self::proxy::ProxySettings;
+
+use self::connect::{Connector, Key};
+use self::pool::{Host, Pick, Slot};
+use self::proxy::{Proxies, Route};
 use crate::error::SourceError;
 
 /// Settings shared by every upstream client.
@@ -53,11 +57,17 @@ pub struct HttpSettings {
     /// reporting the rate limit.
     pub max_retry_after: Duration,
     /// Requests in flight at once to one upstream host (from sending until
-    /// the response body is read or dropped); more wait for a slot within
-    /// their deadline. Also the most idle connections kept per host.
+    /// the response body is read or dropped), and the most connections
+    /// open to it; more wait for a slot, first come first served, within
+    /// their deadline.
     pub max_connections_per_host: usize,
     /// `User-Agent` sent upstream.
     pub user_agent: String,
+    /// The egress proxy (none by default: every call goes direct).
+    pub proxy: ProxySettings,
+    /// DER certificates trusted as roots besides the webpki ones (a
+    /// company's own certificate authority).
+    pub extra_root_certificates: Vec<Vec<u8>>,
 }
 
 impl Default for HttpSettings {
@@ -71,18 +81,14 @@ impl Default for HttpSettings {
             max_retry_after: Duration::from_secs(2),
             max_connections_per_host: 32,
             user_agent: format!("acdm-backend/{}", env!("CARGO_PKG_VERSION")),
+            proxy: ProxySettings::default(),
+            extra_root_certificates: Vec::new(),
         }
     }
 }
 
 /// How long an idle connection is kept for the next request.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// A request body up to this size is written with its head, in one write.
-const COALESCE_BODY_BYTES: usize = 16 * 1024;
-
-/// Bytes asked of the socket per read.
-const READ_BYTES: usize = 16 * 1024;
 
 /// Whether a request may be sent twice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +112,20 @@ struct Inner {
     /// `User-Agent` and `Accept`, sent unless the request has its own.
     defaults: [(HeaderName, HeaderValue); 2],
     connector: Connector,
-    hosts: Hosts,
+    proxies: Option<Proxies>,
+    /// The hosts this client has talked to. There are a few (the wiki's
+    /// and the file store's), so a list is searched without building a
+    /// key.
+    hosts: Mutex<Vec<Arc<Destination>>>,
+}
+
+/// One upstream host: where it is, how it is reached, its slots and
+/// connections.
+#[derive(Debug)]
+struct Destination {
+    key: Key,
+    route: Route,
+    pool: Arc<Host>,
 }
 
 /// Basic credentials as an `Authorization` value marked sensitive (never
@@ -161,19 +180,27 @@ impl UpstreamRequest {
         self
     }
 
-    /// Where its connection goes; `None` for a URL this client cannot
-    /// reach (not `http`/`https`, no host).
-    fn key(&self) -> Option<Key<'_>> {
+    /// Accepts a gzip-compressed answer, which [`read_capped`] decodes: for
+    /// JSON and XML answers read whole, never for a file or a range of one.
+    pub(crate) fn accept_gzip(mut self) -> Self {
+        self.headers
+            .insert(header::ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
+        self
+    }
+
+    /// Where its connection goes: scheme, host and port; `None` for a URL
+    /// this client cannot reach (not `http`/`https`, no host).
+    fn target(&self) -> Option<(bool, &str, u16)> {
         let tls = match self.url.scheme() {
             "http" => false,
             "https" => true,
             _ => return None,
         };
-        Some(Key {
+        Some((
             tls,
-            host: self.url.host_str().filter(|h| !h.is_empty())?,
-            port: self.url.port_or_known_default()?,
-        })
+            self.url.host_str().filter(|h| !h.is_empty())?,
+            self.url.port_or_known_default()?,
+        ))
     }
 }
 
@@ -195,7 +222,8 @@ enum Transport {
     /// A timeout: connecting, waiting for the answer, or a silence in its
     /// body.
     Timeout,
-    /// The request could not be sent, or its answer's head broke off.
+    /// The request could not be sent, or its answer's head broke off or
+    /// was not HTTP.
     Send,
     /// The answer's body broke off.
     Body,
@@ -210,95 +238,63 @@ impl Transport {
             otherwise
         }
     }
-}
 
-/// How one round trip on one connection failed.
-enum Trip {
-    /// The connection ended before any byte of an answer: on a kept
-    /// connection, the server closed it as the request went out, so the
-    /// request never reached it.
-    Closed,
-    /// Anything else.
-    Failed(Transport),
-}
-
-impl Trip {
-    /// What an IO error means here: the connection closed under us if no
-    /// answer has started, else a failed send.
-    fn of(error: &io::Error, answer_started: bool) -> Self {
-        let closed = matches!(
-            error.kind(),
-            io::ErrorKind::BrokenPipe
-                | io::ErrorKind::ConnectionReset
-                | io::ErrorKind::ConnectionAborted
-                | io::ErrorKind::UnexpectedEof
-        );
-        if closed && !answer_started {
-            Self::Closed
-        } else {
-            Self::Failed(Transport::of(error, Transport::Send))
+    /// What a hyper error means here: a timeout if an IO timeout caused
+    /// it, else `otherwise`.
+    fn of_hyper(error: &hyper::Error, otherwise: Self) -> Self {
+        match io_cause(error) {
+            Some(io) => Self::of(io, otherwise),
+            None => otherwise,
         }
     }
 }
 
-/// An upstream response, holding its host's connection slot until its body
-/// is read or it is dropped. Reading the body ends by the call's deadline,
-/// and a silence longer than the read timeout ends it too.
+/// The IO error under a hyper error, if one caused it.
+fn io_cause(error: &hyper::Error) -> Option<&io::Error> {
+    let mut cause = std::error::Error::source(error);
+    while let Some(error) = cause {
+        if let Some(io) = error.downcast_ref::<io::Error>() {
+            return Some(io);
+        }
+        cause = error.source();
+    }
+    None
+}
+
+/// Whether a request failed because its kept connection was closed as it
+/// was sent, before any answer: it never reached the server's handler.
+fn closed_under(error: &hyper::Error) -> bool {
+    error.is_canceled()
+        || error.is_closed()
+        || error.is_incomplete_message()
+        || io_cause(error).is_some_and(|io| {
+            matches!(
+                io.kind(),
+                io::ErrorKind::BrokenPipe
+                    | io::ErrorKind::ConnectionReset
+                    | io::ErrorKind::ConnectionAborted
+                    | io::ErrorKind::UnexpectedEof
+            )
+        })
+}
+
+/// An upstream response, holding its host's slot (and the connection it
+/// came on) until its body is read or it is dropped. Reading the body ends
+/// by the call's deadline, and a silence longer than the read timeout ends
+/// it too. A body read whole leaves its connection for the next request;
+/// one dropped unread closes it (unless it was empty).
 #[derive(Debug)]
 pub(crate) struct Upstream {
     source_name: &'static str,
     head: http::response::Parts,
-    body: Body,
+    /// `None` once read whole or broken off.
+    body: Option<Incoming>,
+    /// Whether the body was read whole.
+    done: bool,
     deadline: Instant,
     read_timeout: Duration,
-    /// Held, not read: given back when the response is dropped.
-    _slot: Option<OwnedSemaphorePermit>,
-}
-
-/// A response's body on its connection. The connection goes back to its
-/// host once the body is read whole (or was empty); a body left unread is
-/// closed with its connection, unless what remains of it was already
-/// received.
-struct Body {
-    conn: Option<Conn>,
-    decoder: Decoder,
-    /// Whether the server keeps the connection for another request.
-    keep_alive: bool,
-    host: Arc<Host>,
-}
-
-impl std::fmt::Debug for Body {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Body")
-            .field("decoder", &self.decoder)
-            .field("open", &self.conn.is_some())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Body {
-    /// Gives the connection back if the body is complete and nothing
-    /// follows it.
-    fn release(&mut self) {
-        if let Some(conn) = self.conn.take()
-            && self.keep_alive
-            && self.decoder.is_done()
-            && conn.buf.is_empty()
-        {
-            self.host.checkin(conn);
-        }
-    }
-}
-
-impl Drop for Body {
-    fn drop(&mut self) {
-        // Whatever of the body was already received is skipped, so a
-        // small answer its caller did not read keeps its connection.
-        if let Some(conn) = self.conn.as_mut() {
-            while let Ok(Step::Data(_)) = self.decoder.decode(&mut conn.buf) {}
-        }
-        self.release();
-    }
+    /// Given back when the body ends or the response is dropped.
+    slot: Option<Slot>,
 }
 
 impl Upstream {
@@ -321,34 +317,37 @@ impl Upstream {
             .and_then(|v| v.parse().ok())
     }
 
+    /// The body was read whole: its connection can carry the next request
+    /// and the slot goes back at once.
+    fn finish(&mut self) {
+        self.body = None;
+        self.done = true;
+        if let Some(mut slot) = self.slot.take() {
+            slot.keep();
+        }
+    }
+
+    /// The body broke off: its connection closes with the slot's return.
+    fn fail(&mut self, failure: Transport) -> SourceError {
+        self.body = None;
+        self.slot = None;
+        transport_error(self.source_name, failure)
+    }
+
     /// The next chunk of the body, `None` at its end.
     pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, SourceError> {
-        let body = &mut self.body;
         loop {
-            let Some(conn) = body.conn.as_mut() else {
+            let Some(body) = self.body.as_mut() else {
                 // Read whole before, or broken off by an earlier error.
-                return if body.decoder.is_done() {
+                return if self.done {
                     Ok(None)
                 } else {
                     Err(transport_error(self.source_name, Transport::Body))
                 };
             };
-            match body.decoder.decode(&mut conn.buf) {
-                Ok(Step::Data(data)) => {
-                    if body.decoder.is_done() {
-                        body.release();
-                    }
-                    return Ok(Some(data));
-                }
-                Ok(Step::End) => {
-                    body.release();
-                    return Ok(None);
-                }
-                Ok(Step::More) => {}
-                Err(wire::Malformed) => {
-                    body.conn = None;
-                    return Err(transport_error(self.source_name, Transport::Body));
-                }
+            if body.is_end_stream() {
+                self.finish();
+                return Ok(None);
             }
             let wait = self
                 .deadline
@@ -356,26 +355,31 @@ impl Upstream {
                 .min(self.read_timeout);
             // Past the deadline not even a chunk already received is read.
             if wait.is_zero() {
-                body.conn = None;
-                return Err(transport_error(self.source_name, Transport::Timeout));
+                return Err(self.fail(Transport::Timeout));
             }
-            conn.buf.reserve(READ_BYTES);
-            let failure =
-                match tokio::time::timeout(wait, conn.stream.read_buf(&mut conn.buf)).await {
-                    Ok(Ok(0)) => match body.decoder.at_close() {
-                        // Read to the close: the end, and no reuse.
-                        Ok(_) => {
-                            body.conn = None;
-                            return Ok(None);
-                        }
-                        Err(wire::Malformed) => Transport::Body,
-                    },
-                    Ok(Ok(_)) => continue,
-                    Ok(Err(error)) => Transport::of(&error, Transport::Body),
-                    Err(_) => Transport::Timeout,
-                };
-            body.conn = None;
-            return Err(transport_error(self.source_name, failure));
+            match tokio::time::timeout(wait, body.frame()).await {
+                Ok(Some(Ok(frame))) => {
+                    // Trailers are not data: skipped.
+                    let Ok(data) = frame.into_data() else {
+                        continue;
+                    };
+                    if body.is_end_stream() {
+                        self.finish();
+                    }
+                    if data.is_empty() {
+                        continue;
+                    }
+                    return Ok(Some(data));
+                }
+                Ok(None) => {
+                    self.finish();
+                    return Ok(None);
+                }
+                Ok(Some(Err(error))) => {
+                    return Err(self.fail(Transport::of_hyper(&error, Transport::Body)));
+                }
+                Err(_) => return Err(self.fail(Transport::Timeout)),
+            }
         }
     }
 
@@ -396,20 +400,23 @@ impl Upstream {
     }
 }
 
+/// The framing headers hyper writes itself from the request: the caller's
+/// are not sent.
+fn is_framing(name: &HeaderName) -> bool {
+    name == header::HOST
+        || name == header::CONTENT_LENGTH
+        || name == header::TRANSFER_ENCODING
+        || name == header::CONNECTION
+}
+
 impl HttpClient {
-    /// Builds the client.
+    /// Builds the client. Fails when the proxy settings or an extra root
+    /// certificate cannot be used (the message names the setting, never
+    /// its value).
     pub fn new(settings: HttpSettings) -> Result<Self, SourceError> {
-        let roots = rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
-        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|_| SourceError::NotConfigured("TLS could not be set up".to_owned()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let tls = connect::tls_config(&settings.extra_root_certificates)
+            .map_err(|problem| SourceError::NotConfigured(problem.to_owned()))?;
+        let proxies = Proxies::new(&settings.proxy).map_err(SourceError::NotConfigured)?;
         let user_agent = HeaderValue::from_str(&settings.user_agent).map_err(|_| {
             SourceError::NotConfigured("the upstream User-Agent is not a header value".to_owned())
         })?;
@@ -423,7 +430,8 @@ impl HttpClient {
                     connect_timeout: settings.connect_timeout,
                     tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
                 },
-                hosts: Hosts::new(settings.max_connections_per_host, IDLE_TIMEOUT),
+                proxies,
+                hosts: Mutex::default(),
                 settings,
             }),
         })
@@ -434,59 +442,151 @@ impl HttpClient {
         &self.inner.settings
     }
 
-    /// The request's head, and its body when small enough to go with it
-    /// in one write; `None` when the request cannot be made.
-    fn encode(&self, request: &UpstreamRequest) -> Option<Vec<u8>> {
-        let small = request.body.len() <= COALESCE_BODY_BYTES;
-        let mut out = Vec::with_capacity(512 + if small { request.body.len() } else { 0 });
-        wire::encode_request(
-            &mut out,
-            &request.method,
-            &request.url,
-            &request.headers,
-            &self.inner.defaults,
-            request.body.len(),
-        )?;
-        if small {
-            out.extend_from_slice(&request.body);
+    /// The host `request` goes to, made on first use; `None` for a URL
+    /// this client cannot reach.
+    fn destination(&self, request: &UpstreamRequest) -> Option<Arc<Destination>> {
+        let (tls, host, port) = request.target()?;
+        let mut hosts = self.inner.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(found) = hosts
+            .iter()
+            .find(|d| d.key.tls == tls && d.key.port == port && d.key.host == host)
+        {
+            return Some(found.clone());
         }
-        Some(out)
+        let key = Key {
+            tls,
+            host: host.to_owned(),
+            port,
+        };
+        let route = self
+            .inner
+            .proxies
+            .as_ref()
+            .map_or(Route::Direct, |proxies| proxies.route(&key));
+        let destination = Arc::new(Destination {
+            key,
+            route,
+            pool: Arc::new(Host::new(
+                self.inner.settings.max_connections_per_host,
+                IDLE_TIMEOUT,
+            )),
+        });
+        hosts.push(destination.clone());
+        Some(destination)
     }
 
-    /// One request on one of `host`'s connections, kept or new, up to its
-    /// answer's head. A read whose kept connection turns out closed as it
-    /// was sent goes again at once, once, on a new connection: it never
+    /// The request as hyper sends it along `route`: the target in origin
+    /// form (absolute form to a forwarding proxy, with its credentials),
+    /// `Host` from the URL, the caller's headers but for the framing ones,
+    /// then our defaults; `None` when it cannot be made.
+    fn build(&self, request: &UpstreamRequest, route: &Route) -> Option<Request<Full<Bytes>>> {
+        let url = &request.url;
+        url.host_str().filter(|h| !h.is_empty())?;
+        let target = match route {
+            Route::Forward { .. } => &url[..Position::AfterQuery],
+            Route::Direct | Route::Tunnel { .. } => {
+                match &url[Position::BeforePath..Position::AfterQuery] {
+                    "" => "/",
+                    target => target,
+                }
+            }
+        };
+        let uri = http::Uri::try_from(target).ok()?;
+        let mut headers = HeaderMap::with_capacity(request.headers.len() + 4);
+        // The URL's own `host[:port]` (a default port is not in it).
+        headers.insert(
+            header::HOST,
+            HeaderValue::from_str(&url[Position::BeforeHost..Position::AfterPort]).ok()?,
+        );
+        for (name, value) in &request.headers {
+            if !is_framing(name) {
+                headers.append(name.clone(), value.clone());
+            }
+        }
+        for (name, value) in &self.inner.defaults {
+            if !request.headers.contains_key(name) {
+                headers.insert(name.clone(), value.clone());
+            }
+        }
+        // A method that carries a body states its length even when empty
+        // (an empty PUT is a file of no bytes, not a request still being
+        // sent); hyper states a longer body's itself.
+        if request.body.is_empty() && !matches!(request.method, Method::GET | Method::HEAD) {
+            headers.insert(header::CONTENT_LENGTH, HeaderValue::from_static("0"));
+        }
+        if let Route::Forward {
+            authorization: Some(value),
+            ..
+        } = route
+        {
+            headers.insert(header::PROXY_AUTHORIZATION, value.clone());
+        }
+        let mut built = Request::new(Full::new(request.body.clone()));
+        *built.method_mut() = request.method.clone();
+        *built.uri_mut() = uri;
+        *built.headers_mut() = headers;
+        Some(built)
+    }
+
+    /// One request on a connection of `slot`'s host, kept or new, up to
+    /// its answer's head. A read whose kept connection turns out closed as
+    /// it was sent goes again at once, once, on a new connection: it never
     /// reached the server. A write does not: the caller re-checks it.
     async fn exchange(
         &self,
-        host: &Host,
-        key: &Key<'_>,
+        destination: &Destination,
+        mut slot: Slot,
         idempotency: Idempotency,
         request: &UpstreamRequest,
-        encoded: &[u8],
-    ) -> Result<(wire::Head, Conn), Transport> {
-        let connect = || async {
-            self.inner
-                .connector
-                .connect(key)
-                .await
-                .map_err(|error| Transport::of(&error, Transport::Connect))
-        };
-        let mut conn = match host.checkout() {
-            Some(conn) => conn,
-            None => connect().await?,
-        };
+        mut built: Option<Request<Full<Bytes>>>,
+    ) -> Result<(http::Response<Incoming>, Slot), Transport> {
+        let mut pick = slot.pick();
         loop {
-            match round_trip(&mut conn, encoded, request).await {
-                Ok(head) => return Ok((head, conn)),
+            let conn = match pick {
+                Pick::Idle(mut conn) => {
+                    // Closed by its server while idle, or not yet done with
+                    // its last answer: ready tells, without sending.
+                    if conn.sender.ready().await.is_err() {
+                        drop(conn);
+                        pick = slot.pick();
+                        continue;
+                    }
+                    slot.connected(conn)
+                }
+                Pick::Connect => match self
+                    .inner
+                    .connector
+                    .connect(&destination.key, &destination.route)
+                    .await
+                {
+                    Ok(conn) => slot.connected(conn),
+                    Err(error) => {
+                        slot.discard();
+                        return Err(Transport::of(&error, Transport::Connect));
+                    }
+                },
+            };
+            let reused = conn.reused;
+            let built = match built.take() {
+                Some(built) => built,
+                None => self
+                    .build(request, &destination.route)
+                    .ok_or(Transport::Send)?,
+            };
+            match conn.sender.send_request(built).await {
+                Ok(response) => return Ok((response, slot)),
                 // On a new connection, which is not `reused`: a server that
                 // drops this request on every connection sees it twice,
                 // not once per idle connection.
-                Err(Trip::Closed) if conn.reused && idempotency == Idempotency::Read => {
-                    conn = connect().await?;
+                Err(error)
+                    if reused && idempotency == Idempotency::Read && closed_under(&error) =>
+                {
+                    pick = slot.renew();
                 }
-                Err(Trip::Closed) => return Err(Transport::Send),
-                Err(Trip::Failed(failure)) => return Err(failure),
+                Err(error) => {
+                    slot.discard();
+                    return Err(Transport::of_hyper(&error, Transport::Send));
+                }
             }
         }
     }
@@ -517,14 +617,18 @@ impl HttpClient {
             );
             SourceError::NotSent(source_name)
         };
-        let (Some(key), Some(encoded)) = (request.key(), self.encode(request)) else {
+        // Built once here, and again only for a retry or a new connection.
+        let Some((destination, built)) = self.destination(request).and_then(|destination| {
+            let built = self.build(request, &destination.route)?;
+            Some((destination, built))
+        }) else {
             return Err(SourceError::upstream(
                 source_name,
                 None,
                 "the request failed",
             ));
         };
-        let host = self.inner.hosts.get(&key);
+        let mut built = Some(built);
         // Whether any attempt reached the upstream: a call that never did
         // is `NotSent`, which a write's caller can trust as "nothing
         // happened".
@@ -533,25 +637,16 @@ impl HttpClient {
             return Err(unsent());
         }
         // Each attempt runs under one timer, its read timeout or the
-        // call's deadline, whichever comes first (a timer is a lock and a
-        // wheel insertion, and a wake-up of the event loop when it is the
-        // soonest); a wait for a slot, only when none is free, under one
-        // of its own. The waits between attempts end before the deadline
-        // (`retrying`).
+        // call's deadline, whichever comes first; a wait for a slot, only
+        // when none is free, under one of its own (the deadline: the
+        // hand-over itself has no timer). The waits between attempts end
+        // before the deadline (`retrying`).
         let call = retrying(source_name, deadline, attempts, |attempt| {
-            let (sent, host, key, encoded) = (&sent, &host, &key, &encoded);
+            let (sent, destination, built) = (&sent, &destination, built.take());
             async move {
-                // Never closed, so always a slot once one is free.
-                let slot = match host.slots.clone().try_acquire_owned() {
-                    Ok(slot) => Some(slot),
-                    Err(_) => {
-                        let waited =
-                            tokio::time::timeout_at(deadline, host.slots.clone().acquire_owned());
-                        match waited.await {
-                            Ok(slot) => slot.ok(),
-                            Err(_) => return (Err(Failed::Unsent), None),
-                        }
-                    }
+                let slot = match tokio::time::timeout_at(deadline, destination.pool.slot()).await {
+                    Ok(slot) => slot,
+                    Err(_) => return (Err(Failed::Unsent), None),
                 };
                 if deadline <= Instant::now() {
                     return (Err(Failed::Unsent), None);
@@ -562,7 +657,7 @@ impl HttpClient {
                     .map_or(deadline, |silence| silence.min(deadline));
                 let outcome = match tokio::time::timeout_at(
                     ends,
-                    self.exchange(host, key, idempotency, request, encoded),
+                    self.exchange(destination, slot, idempotency, request, built),
                 )
                 .await
                 {
@@ -571,28 +666,27 @@ impl HttpClient {
                     Err(_) => Err(Transport::Timeout),
                 };
                 let delay = match &outcome {
-                    Ok((head, _)) => retry_delay(head.parts.status, &head.parts.headers, settings),
+                    Ok((response, _)) => {
+                        retry_delay(response.status(), response.headers(), settings)
+                    }
                     Err(_) => Some(self.backoff(attempt)),
                 };
-                let outcome = outcome.map(|(head, conn)| {
-                    let mut body = Body {
-                        conn: Some(conn),
-                        decoder: Decoder::new(head.framing),
-                        keep_alive: head.keep_alive,
-                        host: host.clone(),
-                    };
-                    // An empty body: the connection is free at once.
-                    if body.decoder.is_done() {
-                        body.release();
-                    }
-                    Upstream {
+                let outcome = outcome.map(|(response, slot)| {
+                    let (head, body) = response.into_parts();
+                    let mut upstream = Upstream {
                         source_name,
-                        head: head.parts,
-                        body,
+                        head,
+                        body: Some(body),
+                        done: false,
                         deadline,
                         read_timeout: settings.read_timeout,
-                        _slot: slot,
+                        slot: Some(slot),
+                    };
+                    // An empty body: the connection is free at once.
+                    if upstream.body.as_ref().is_some_and(Incoming::is_end_stream) {
+                        upstream.finish();
                     }
+                    upstream
                 });
                 (outcome.map_err(Failed::Transport), delay)
             }
@@ -624,38 +718,13 @@ impl HttpClient {
         let millis = u64::try_from(ceiling.as_millis()).unwrap_or(2000).max(1);
         Duration::from_millis(fastrand::u64(0..=millis))
     }
-}
 
-/// Writes the request on `conn` and reads its answer's head.
-async fn round_trip(
-    conn: &mut Conn,
-    encoded: &[u8],
-    request: &UpstreamRequest,
-) -> Result<wire::Head, Trip> {
-    let write = async {
-        conn.stream.write_all(encoded).await?;
-        if request.body.len() > COALESCE_BODY_BYTES {
-            conn.stream.write_all(&request.body).await?;
-        }
-        conn.stream.flush().await
-    };
-    write.await.map_err(|error| Trip::of(&error, false))?;
-    // Whether any byte of an answer came (an interim 1xx is consumed
-    // from the buffer, but the server did answer).
-    let mut started = false;
-    loop {
-        match wire::parse_head(&mut conn.buf, &request.method) {
-            Ok(Some(head)) => return Ok(head),
-            Ok(None) => {}
-            Err(wire::Malformed) => return Err(Trip::Failed(Transport::Send)),
-        }
-        conn.buf.reserve(READ_BYTES);
-        match conn.stream.read_buf(&mut conn.buf).await {
-            Ok(0) if started => return Err(Trip::Failed(Transport::Send)),
-            Ok(0) => return Err(Trip::Closed),
-            Ok(_) => started = true,
-            Err(error) => return Err(Trip::of(&error, started)),
-        }
+    /// The slots held, connections open and idle, and calls waiting, of
+    /// the host `url` names (tests).
+    #[cfg(test)]
+    fn counts(&self, url: &Url) -> Option<(usize, usize, usize, usize)> {
+        let request = UpstreamRequest::new(Method::GET, url.clone());
+        Some(self.destination(&request)?.pool.counts())
     }
 }
 
@@ -752,30 +821,115 @@ fn transport_error(source_name: &'static str, failure: Transport) -> SourceError
     }
 }
 
+/// How an answer's body is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    Identity,
+    Gzip,
+    /// One this client never asks for.
+    Other,
+}
+
+impl Encoding {
+    fn of(headers: &HeaderMap) -> Self {
+        let Some(value) = headers.get(header::CONTENT_ENCODING) else {
+            return Self::Identity;
+        };
+        let value = value.to_str().map(str::trim).unwrap_or_default();
+        if value.eq_ignore_ascii_case("gzip") || value.eq_ignore_ascii_case("x-gzip") {
+            Self::Gzip
+        } else if value.is_empty() || value.eq_ignore_ascii_case("identity") {
+            Self::Identity
+        } else {
+            Self::Other
+        }
+    }
+}
+
+/// A `Vec` that refuses to grow past `cap` bytes: where a gzip body is
+/// decoded, so that the bound applies to what it decodes to.
+struct Capped {
+    out: Vec<u8>,
+    cap: usize,
+}
+
+impl io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.out.len() + buf.len() > self.cap {
+            return Err(io::ErrorKind::FileTooLarge.into());
+        }
+        self.out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Reads a whole (small) body with a size cap, so a hostile or broken
-/// upstream cannot make us buffer without bound.
+/// upstream cannot make us buffer without bound. A gzip-compressed body is
+/// decoded as it comes, the cap bounding the decoded bytes (a gzip bomb
+/// stops at the cap) and, with a little slack for gzip's own overhead, the
+/// compressed ones.
 pub(crate) async fn read_capped(
     source_name: &'static str,
     mut response: Upstream,
     cap: usize,
 ) -> Result<Vec<u8>, SourceError> {
-    if response.content_length().is_some_and(|n| n > cap as u64) {
-        return Err(SourceError::invalid(
+    let too_large = || {
+        SourceError::invalid(
             source_name,
             format!("the response is larger than {cap} bytes"),
-        ));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        if body.len() + chunk.len() > cap {
+        )
+    };
+    let encoding = Encoding::of(response.headers());
+    let wire_cap = match encoding {
+        Encoding::Identity => cap,
+        Encoding::Gzip => cap.saturating_add(cap / 64).saturating_add(64),
+        Encoding::Other => {
             return Err(SourceError::invalid(
                 source_name,
-                format!("the response is larger than {cap} bytes"),
+                "the response has a content encoding that was not asked for",
             ));
         }
-        body.extend_from_slice(&chunk);
+    };
+    if response
+        .content_length()
+        .is_some_and(|n| n > wire_cap as u64)
+    {
+        return Err(too_large());
     }
-    Ok(body)
+    let mut body = Vec::new();
+    let mut gzip = (encoding == Encoding::Gzip).then(|| {
+        flate2::write::GzDecoder::new(Capped {
+            out: Vec::new(),
+            cap,
+        })
+    });
+    let malformed = || SourceError::invalid(source_name, "the compressed response is malformed");
+    let decoded = |error: io::Error| {
+        if error.kind() == io::ErrorKind::FileTooLarge {
+            too_large()
+        } else {
+            malformed()
+        }
+    };
+    let mut read = 0usize;
+    while let Some(chunk) = response.chunk().await? {
+        read += chunk.len();
+        if read > wire_cap {
+            return Err(too_large());
+        }
+        match gzip.as_mut() {
+            Some(decoder) => decoder.write_all(&chunk).map_err(decoded)?,
+            None => body.extend_from_slice(&chunk),
+        }
+    }
+    match gzip {
+        Some(decoder) => Ok(decoder.finish().map_err(decoded)?.out),
+        None => Ok(body),
+    }
 }
 
 /// The error for a status the caller has no specific meaning for.
@@ -814,6 +968,7 @@ pub(crate) fn unexpected_status(
 mod tests {
     use super::*;
     use acdm_test_support::loopback::read_request;
+    use tokio::io::AsyncWriteExt;
 
     #[test]
     fn retry_after_reads_seconds_and_gitlab_reset() {
@@ -924,6 +1079,9 @@ mod tests {
         let url = Url::parse("https://cloud.example/remote.php/dav/files/u/a%20b.md?x=1").unwrap();
         let mut headers = HeaderMap::new();
         headers.insert("depth", HeaderValue::from_static("0"));
+        // Framing headers are hyper's to write, never the caller's.
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from_static("99"));
+        headers.insert(header::HOST, HeaderValue::from_static("elsewhere.example"));
         let request = UpstreamRequest::new(Method::GET, url)
             .headers(&headers)
             .authorization(basic_authorization("svc", "app-password").unwrap());
@@ -931,39 +1089,51 @@ mod tests {
         // base64("svc:app-password")
         assert_eq!(authorization, "Basic c3ZjOmFwcC1wYXNzd29yZA==");
         assert!(authorization.is_sensitive(), "never logged");
-        let encoded = String::from_utf8(client.encode(&request).unwrap()).unwrap();
+        let built = client.build(&request, &Route::Direct).unwrap();
+        assert_eq!(built.uri(), "/remote.php/dav/files/u/a%20b.md?x=1");
+        let sent: Vec<(String, String)> = built
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
+            .collect();
+        let pair = |n: &str, v: &str| (n.to_owned(), v.to_owned());
         assert_eq!(
-            encoded,
-            format!(
-                "GET /remote.php/dav/files/u/a%20b.md?x=1 HTTP/1.1\r\nhost: cloud.example\r\n\
-                 depth: 0\r\nauthorization: Basic c3ZjOmFwcC1wYXNzd29yZA==\r\n\
-                 user-agent: {}\r\naccept: */*\r\n\r\n",
-                HttpSettings::default().user_agent
-            )
+            sent,
+            [
+                pair("host", "cloud.example"),
+                pair("depth", "0"),
+                pair("authorization", "Basic c3ZjOmFwcC1wYXNzd29yZA=="),
+                pair("user-agent", &HttpSettings::default().user_agent),
+                pair("accept", "*/*"),
+            ]
         );
-        assert_eq!(
-            request.key(),
-            Some(Key {
-                tls: true,
-                host: "cloud.example",
-                port: 443
-            })
-        );
+        assert_eq!(request.target(), Some((true, "cloud.example", 443)));
         // Only HTTP(S) is ever sent.
         let ftp = UpstreamRequest::new(Method::GET, Url::parse("ftp://cloud.example/x").unwrap());
-        assert!(ftp.key().is_none());
-        // A small body goes with its head; a large one is written after it.
-        let small = UpstreamRequest::new(Method::PUT, Url::parse("http://h/f").unwrap())
-            .body(Bytes::from_static(b"abc"));
-        assert!(
-            client
-                .encode(&small)
-                .unwrap()
-                .ends_with(b"content-length: 3\r\n\r\nabc")
+        assert!(ftp.target().is_none());
+        // An empty PUT states its length; a GET does not.
+        let put = UpstreamRequest::new(Method::PUT, Url::parse("http://h:8080/f").unwrap());
+        let built = client.build(&put, &Route::Direct).unwrap();
+        assert_eq!(built.headers()[header::CONTENT_LENGTH], "0");
+        assert_eq!(built.headers()[header::HOST], "h:8080");
+        // Through a forwarding proxy: absolute form, and the proxy's
+        // credentials beside the upstream's.
+        let forward = Route::Forward {
+            proxy: proxy::Target {
+                host: "proxy".to_owned(),
+                port: 3128,
+            },
+            authorization: Some(HeaderValue::from_static("Basic cHJveHk=")),
+        };
+        let built = client.build(&request, &forward).unwrap();
+        assert_eq!(
+            built.uri(),
+            "https://cloud.example/remote.php/dav/files/u/a%20b.md?x=1"
         );
-        let large = UpstreamRequest::new(Method::PUT, Url::parse("http://h/f").unwrap())
-            .body(Bytes::from(vec![b'x'; COALESCE_BODY_BYTES + 1]));
-        assert!(client.encode(&large).unwrap().ends_with(b"\r\n\r\n"));
+        assert_eq!(
+            built.headers()[header::PROXY_AUTHORIZATION],
+            "Basic cHJveHk="
+        );
     }
 
     /// A loopback server answering each request with what `answer` says
@@ -1065,38 +1235,54 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn an_idle_connection_goes_only_to_a_request_on_the_runtime_that_made_it() {
+    async fn an_idle_connection_of_another_runtime_is_used_only_at_the_cap() {
         let server = Scripted::start(|_, _| {
             Some(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec())
         })
         .await;
+        // Another runtime, as another of the service's lanes is.
+        let on_another_runtime = |client: HttpClient, request: UpstreamRequest| {
+            tokio::task::spawn_blocking(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async {
+                    let mut bodies = Vec::new();
+                    for _ in 0..2 {
+                        let answer = client.send("test", Idempotency::Read, &request).await;
+                        bodies.push(read_capped("test", answer.unwrap(), 1 << 10).await.unwrap());
+                    }
+                    bodies
+                })
+            })
+        };
+        // Below the cap, it makes a connection of its own (whose answers
+        // wake it on its own thread), and reuses that one.
         let client = client(0);
         assert_eq!(get(&client, &server).await.unwrap(), b"ok");
-        // Another runtime, as another of the service's connection threads
-        // is: its socket would be woken from this runtime's event loop, so
-        // it makes a connection of its own, and reuses that one.
-        let (other, request) = (client.clone(), server.request(Method::GET));
-        let bodies = tokio::task::spawn_blocking(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async {
-                let mut bodies = Vec::new();
-                for _ in 0..2 {
-                    let answer = other.send("test", Idempotency::Read, &request).await;
-                    bodies.push(read_capped("test", answer.unwrap(), 1 << 10).await.unwrap());
-                }
-                bodies
-            })
-        })
-        .await
-        .unwrap();
+        let bodies = on_another_runtime(client.clone(), server.request(Method::GET))
+            .await
+            .unwrap();
         assert_eq!(bodies, [b"ok".to_vec(), b"ok".to_vec()]);
         assert_eq!((server.connections(), server.requests()), (2, 3));
         // Back here, the first connection is still kept for this runtime.
         assert_eq!(get(&client, &server).await.unwrap(), b"ok");
         assert_eq!((server.connections(), server.requests()), (2, 4));
+        // At the cap, it takes the idle connection this runtime made
+        // rather than close it to make one.
+        let capped = HttpClient::new(HttpSettings {
+            retries: 0,
+            max_connections_per_host: 1,
+            ..HttpSettings::default()
+        })
+        .unwrap();
+        assert_eq!(get(&capped, &server).await.unwrap(), b"ok");
+        let bodies = on_another_runtime(capped.clone(), server.request(Method::GET))
+            .await
+            .unwrap();
+        assert_eq!(bodies, [b"ok".to_vec(), b"ok".to_vec()]);
+        assert_eq!((server.connections(), server.requests()), (3, 7));
     }
 
     #[tokio::test]
@@ -1195,6 +1381,313 @@ mod tests {
             assert_eq!(get(&client, &server).await.unwrap(), b"ok");
         }
         assert_eq!(server.connections(), 4);
+    }
+
+    /// Calls spread over four current-thread runtimes, as the service's
+    /// lanes are, sharing a host allowed four connections: however the
+    /// slots move between runtimes, no more than four connections are ever
+    /// made, so no slot waits on a connect while another runtime's
+    /// connection sits idle.
+    #[test]
+    fn slots_moving_between_runtimes_make_no_new_connections() {
+        let outer = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = outer.block_on(Scripted::start(|_, _| {
+            Some(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec())
+        }));
+        let client = HttpClient::new(HttpSettings {
+            retries: 0,
+            max_connections_per_host: 4,
+            ..HttpSettings::default()
+        })
+        .unwrap();
+        // A lane's connections close when its runtime stops: the lanes
+        // stop together, once every call is done.
+        let all_done = Arc::new(tokio::sync::Barrier::new(4));
+        let lanes: Vec<_> = (0..4)
+            .map(|_| {
+                let (client, request) = (client.clone(), server.request(Method::GET));
+                let all_done = all_done.clone();
+                std::thread::spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .unwrap();
+                    runtime.block_on(async {
+                        let calls = (0..8).map(|_| {
+                            let (client, request) = (client.clone(), request.clone());
+                            tokio::spawn(async move {
+                                for _ in 0..25 {
+                                    let answer = client.send("test", Idempotency::Read, &request);
+                                    let body = read_capped("test", answer.await.unwrap(), 64);
+                                    assert_eq!(body.await.unwrap(), b"ok");
+                                }
+                            })
+                        });
+                        for call in futures_util::future::join_all(calls).await {
+                            call.unwrap();
+                        }
+                        all_done.wait().await;
+                    });
+                })
+            })
+            .collect();
+        for lane in lanes {
+            lane.join().unwrap();
+        }
+        assert_eq!(server.requests(), 4 * 8 * 25);
+        assert!(
+            server.connections() <= 4,
+            "{} connections for a cap of 4",
+            server.connections()
+        );
+    }
+
+    /// An upstream that holds every request until the test lets one
+    /// answer go (a tick of a counted clock), recording the order in which
+    /// requests (`/f?n=<call>`) arrive, its connections, and the most
+    /// requests it held at once.
+    struct Gated {
+        addr: std::net::SocketAddr,
+        arrivals: std::sync::mpsc::Receiver<usize>,
+        ticks: Arc<tokio::sync::Semaphore>,
+        connections: Arc<std::sync::atomic::AtomicUsize>,
+        most_at_once: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Gated {
+        async fn start() -> Self {
+            use std::sync::atomic::{AtomicUsize, Ordering};
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let (arrived, arrivals) = std::sync::mpsc::channel();
+            let ticks = Arc::new(tokio::sync::Semaphore::new(0));
+            let connections = Arc::new(AtomicUsize::new(0));
+            let most_at_once = Arc::new(AtomicUsize::new(0));
+            let held = Arc::new(AtomicUsize::new(0));
+            let (t, c, m) = (ticks.clone(), connections.clone(), most_at_once.clone());
+            tokio::spawn(async move {
+                while let Ok((mut stream, _)) = listener.accept().await {
+                    c.fetch_add(1, Ordering::SeqCst);
+                    let (arrived, t, m, held) =
+                        (arrived.clone(), t.clone(), m.clone(), held.clone());
+                    tokio::spawn(async move {
+                        let mut buf = Vec::new();
+                        loop {
+                            let mut chunk = [0u8; 1024];
+                            let end = loop {
+                                if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                                    break end + 4;
+                                }
+                                match tokio::io::AsyncReadExt::read(&mut stream, &mut chunk).await {
+                                    Ok(0) | Err(_) => return,
+                                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                                }
+                            };
+                            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+                            buf.drain(..end);
+                            let n: usize = head
+                                .split_once("?n=")
+                                .and_then(|(_, rest)| rest.split(' ').next())
+                                .and_then(|n| n.parse().ok())
+                                .unwrap();
+                            let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                            m.fetch_max(now, Ordering::SeqCst);
+                            arrived.send(n).unwrap();
+                            t.acquire().await.unwrap().forget();
+                            held.fetch_sub(1, Ordering::SeqCst);
+                            let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                            if stream.write_all(answer).await.is_err() {
+                                return;
+                            }
+                        }
+                    });
+                }
+            });
+            Self {
+                addr,
+                arrivals,
+                ticks,
+                connections,
+                most_at_once,
+            }
+        }
+
+        /// The next request to arrive (a guard against a hang, not a
+        /// measure: each arrives as soon as a slot lets it).
+        fn next_arrival(&self) -> usize {
+            self.arrivals
+                .recv_timeout(Duration::from_secs(30))
+                .expect("a call arrives")
+        }
+    }
+
+    /// The acceptance test of the slot queue: many calls spread over
+    /// current-thread runtimes, as the service's lanes are, wait for two
+    /// slots. Each answer let go (one tick) lets exactly the longest
+    /// waiting call in, on the connection that answer freed: FIFO order,
+    /// one call per freed slot, never more than two at once, and two
+    /// connections in all whichever runtime each call runs on. (The client
+    /// this replaced kept FIFO order, but a slot moving to another runtime
+    /// connected anew while the idle connection sat on the first one.)
+    #[test]
+    fn waiting_calls_on_several_runtimes_get_freed_slots_in_order_on_the_freed_connections() {
+        use std::sync::atomic::Ordering;
+        const CAP: usize = 2;
+        const LANES: usize = 3;
+        const CALLS: usize = 12;
+        let outer = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = outer.block_on(Gated::start());
+        let client = HttpClient::new(HttpSettings {
+            retries: 0,
+            timeout: Duration::from_secs(600),
+            read_timeout: Duration::from_secs(600),
+            max_connections_per_host: CAP,
+            ..HttpSettings::default()
+        })
+        .unwrap();
+        let base = Url::parse(&format!("http://{}/f", server.addr)).unwrap();
+        let (finished, done) = std::sync::mpsc::channel();
+        let mut lanes = Vec::new();
+        let mut threads = Vec::new();
+        for _ in 0..LANES {
+            let (start, mut starts) = tokio::sync::mpsc::unbounded_channel::<usize>();
+            lanes.push(start);
+            let (client, base, finished) = (client.clone(), base.clone(), finished.clone());
+            threads.push(std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async move {
+                    let mut calls = Vec::new();
+                    while let Some(n) = starts.recv().await {
+                        let (client, finished) = (client.clone(), finished.clone());
+                        let mut url = base.clone();
+                        url.set_query(Some(&format!("n={n}")));
+                        calls.push(tokio::spawn(async move {
+                            let request = UpstreamRequest::new(Method::GET, url);
+                            let answer = client.send("test", Idempotency::Read, &request);
+                            let body = read_capped("test", answer.await.unwrap(), 64).await;
+                            assert_eq!(body.unwrap(), b"ok");
+                            finished.send(n).unwrap();
+                        }));
+                    }
+                    for call in calls {
+                        call.await.unwrap();
+                    }
+                });
+            }));
+        }
+        for n in 0..CALLS {
+            lanes[n % LANES].send(n).unwrap();
+            if n < CAP {
+                assert_eq!(server.next_arrival(), n);
+            } else {
+                // Queued behind the calls before it.
+                while client.counts(&base).map(|c| c.3) != Some(n - CAP + 1) {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        assert_eq!(client.counts(&base), Some((CAP, CAP, 0, CALLS - CAP)));
+        for tick in 0..CALLS {
+            server.ticks.add_permits(1);
+            assert_eq!(
+                done.recv_timeout(Duration::from_secs(30)).unwrap(),
+                tick,
+                "answers in order"
+            );
+            if tick + CAP < CALLS {
+                assert_eq!(server.next_arrival(), tick + CAP, "the longest waiter next");
+            }
+        }
+        drop(lanes);
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(server.most_at_once.load(Ordering::SeqCst), CAP);
+        assert_eq!(
+            server.connections.load(Ordering::SeqCst),
+            CAP,
+            "no new connection"
+        );
+        assert_eq!(client.counts(&base).map(|c| c.3), Some(0));
+    }
+
+    /// The same on one runtime with a paused clock: twelve calls, two
+    /// slots, an upstream answering each request after 100 ms — the calls
+    /// end two every 100 ms, in the order they came, on two connections.
+    #[tokio::test(start_paused = true)]
+    async fn waiting_calls_end_at_the_rate_the_slots_allow() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        // An upstream that answers each request 100 ms after it came, on
+        // the paused clock.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let relay_addr = listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counted = connections.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    while read_request(&mut stream, &mut buf).await.is_some() {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                        if stream.write_all(answer).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let client = HttpClient::new(HttpSettings {
+            retries: 0,
+            max_connections_per_host: 2,
+            ..HttpSettings::default()
+        })
+        .unwrap();
+        let url = Url::parse(&format!("http://{relay_addr}/f")).unwrap();
+        let start = Instant::now();
+        let ended = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut calls = Vec::new();
+        for n in 0..12u64 {
+            let (client, url, ended) = (client.clone(), url.clone(), ended.clone());
+            calls.push(tokio::spawn(async move {
+                let request = UpstreamRequest::new(Method::GET, url);
+                let answer = client.send("test", Idempotency::Read, &request).await;
+                assert_eq!(
+                    read_capped("test", answer.unwrap(), 64).await.unwrap(),
+                    b"ok"
+                );
+                ended.lock().unwrap().push((n, start.elapsed()));
+            }));
+            // Each call queued before the next starts.
+            tokio::task::yield_now().await;
+        }
+        for call in calls {
+            call.await.unwrap();
+        }
+        let ended = ended.lock().unwrap().clone();
+        let expected: Vec<(u64, Duration)> = (0..12)
+            .map(|n| (n, Duration::from_millis(100 * (n / 2 + 1))))
+            .collect();
+        let mut sorted = ended.clone();
+        sorted.sort();
+        assert_eq!(sorted, expected, "two calls every 100 ms");
+        let order: Vec<u64> = ended.iter().map(|(n, _)| n / 2).collect();
+        let mut pairs = order.clone();
+        pairs.sort();
+        assert_eq!(order, pairs, "each pair ends after the pair before it");
+        assert_eq!(connections.load(Ordering::SeqCst), 2);
     }
 
     #[test]

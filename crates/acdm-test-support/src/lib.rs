@@ -6,7 +6,8 @@
 //! traversal corpus and holds the one oracle that judges where a request
 //! path lands; [`snapshot`] compares the wire contract with its committed
 //! JSON; [`loopback`] reads requests for the loopback doubles of an
-//! upstream; [`logs`] captures log lines in memory.
+//! upstream; [`proxy`] is a forward proxy for the upstream client's egress
+//! tests; [`logs`] captures log lines in memory.
 
 #![expect(
     clippy::panic,
@@ -15,10 +16,12 @@
 
 pub mod logs;
 pub mod loopback;
+pub mod proxy;
 pub mod snapshot;
 pub mod traversal;
 pub mod wsgidav;
 
+pub use proxy::ForwardProxy;
 pub use wsgidav::{DAV_PASSWORD, DAV_USER, Wsgidav};
 
 /// A test switch or location from the environment (`ACDM_REQUIRE_WEBDAV`,

@@ -93,18 +93,20 @@ impl NextcloudFiles {
     ) -> Result<Upstream, SourceError> {
         let url = self.endpoint.url_for(path)?;
         let credentials = self.endpoint.credentials()?;
+        // A multistatus may come gzip-compressed; a file's bytes never do.
+        let listing = method.as_str() == "PROPFIND";
+        let request = UpstreamRequest::new(method, url)
+            .headers(&headers)
+            .body(body.unwrap_or_default());
+        let request = if listing {
+            request.accept_gzip()
+        } else {
+            request
+        };
         let response = self
             .endpoint
             .http()
-            .send(
-                SOURCE,
-                idempotency,
-                &credentials.apply(
-                    UpstreamRequest::new(method, url)
-                        .headers(&headers)
-                        .body(body.unwrap_or_default()),
-                ),
-            )
+            .send(SOURCE, idempotency, &credentials.apply(request))
             .await?;
         if response.status() == StatusCode::UNAUTHORIZED {
             return Err(SourceError::upstream(

@@ -91,7 +91,11 @@ impl NextcloudSearch {
             .send(
                 SOURCE,
                 Idempotency::Read,
-                &credentials.apply(UpstreamRequest::new(http::Method::GET, url).headers(&headers)),
+                &credentials.apply(
+                    UpstreamRequest::new(http::Method::GET, url)
+                        .headers(&headers)
+                        .accept_gzip(),
+                ),
             )
             .await?;
         let status = response.status();

@@ -11,6 +11,7 @@
     reason = "tests fail loudly and report what they measured"
 )]
 
+mod egress;
 mod faults;
 mod files;
 mod gitlab_double;
