@@ -1,4 +1,8 @@
-//! Provisioning records: projects, their members, mounts and manager agents.
+//! Provisioning records: projects, their members, mounts and manager
+//! agents; and what the other modules share without depending on each
+//! other: an event's id ([`EventId`], re-exported by `events`) and what an
+//! operation needs from a member's role ([`Access`], re-exported by
+//! `business`).
 //!
 //! These are plain values the store reads and writes and the operator API
 //! and CLI print; they carry validated names only.
@@ -12,6 +16,39 @@ use uuid::Uuid;
 
 use crate::names::{AgentName, MountName, ProjectName, ProjectSlug, UserId};
 use crate::path::AbsPath;
+
+/// An event's id: a random UUID.
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(transparent)]
+pub struct EventId(Uuid);
+
+impl EventId {
+    /// A fresh random id.
+    pub fn new_random() -> Self {
+        Self(Uuid::new_v4())
+    }
+}
+
+impl FromStr for EventId {
+    type Err = uuid::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Uuid::parse_str(s).map(Self)
+    }
+}
+
+impl fmt::Display for EventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.hyphenated().fmt(f)
+    }
+}
+
+impl fmt::Debug for EventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EventId({})", self.0.hyphenated())
+    }
+}
 
 /// A project's stable internal id: a random UUID, never sequential.
 #[derive(
@@ -243,5 +280,50 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.to_string().parse::<ProjectId>().unwrap(), a);
         assert_eq!(a.as_uuid().get_version_num(), 4);
+    }
+}
+
+/// What an operation needs from the acting user's role (spec §6.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Every read: viewers and up.
+    Read,
+    /// File writes, meetings, attachments, submitting and reopening
+    /// reports: members and up.
+    Contribute,
+    /// Deleting meetings, approving and rejecting reports, advancing
+    /// milestones: admins and owners.
+    Manage,
+}
+
+impl Access {
+    /// The least role that has this access.
+    pub const fn least_role(self) -> MemberRole {
+        match self {
+            Self::Read => MemberRole::Viewer,
+            Self::Contribute => MemberRole::Member,
+            Self::Manage => MemberRole::Admin,
+        }
+    }
+
+    /// How the access reads in a message (`read`, `contribute`, `manage`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Contribute => "contribute",
+            Self::Manage => "manage",
+        }
+    }
+}
+
+impl MemberRole {
+    /// Whether a member with this role has `access`.
+    pub const fn grants(self, access: Access) -> bool {
+        match access {
+            Access::Read => true,
+            Access::Contribute => !matches!(self, MemberRole::Viewer),
+            Access::Manage => matches!(self, MemberRole::Owner | MemberRole::Admin),
+        }
     }
 }

@@ -18,9 +18,9 @@ use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use crate::business::RowImage;
+pub use crate::domain::EventId;
 use crate::domain::{ProjectId, name_enum};
 use crate::identity::Identity;
 use crate::names::{AgentName, ProjectSlug, ThreadId, UserId};
@@ -30,33 +30,6 @@ use crate::path::{AbsPath, PathError};
 /// trash: `<base>/.acdm-trash/<project slug>/<event id>/…`. No mount root
 /// may lie inside it, and no caller path may name it.
 pub const TRASH_FOLDER: &str = ".acdm-trash";
-
-/// An event's id: a random UUID.
-#[derive(
-    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(transparent)]
-pub struct EventId(Uuid);
-
-impl EventId {
-    /// A fresh random id.
-    pub fn new_random() -> Self {
-        Self(Uuid::new_v4())
-    }
-}
-
-impl FromStr for EventId {
-    type Err = uuid::Error;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Uuid::parse_str(s).map(Self)
-    }
-}
-
-impl fmt::Display for EventId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.hyphenated().fmt(f)
-    }
-}
 
 /// The fewest characters of an event id an operator may give.
 pub const MIN_EVENT_PREFIX: usize = 4;
@@ -108,12 +81,6 @@ impl fmt::Display for EventRef {
             Self::Id(id) => id.fmt(f),
             Self::Prefix(prefix) => write!(f, "{prefix}…"),
         }
-    }
-}
-
-impl fmt::Debug for EventId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "EventId({})", self.0.hyphenated())
     }
 }
 

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::events::EventId;
+use crate::domain::EventId;
 
 crate::ops::operations!(
     /// The nc operations, in the order they are documented; each name is
@@ -38,11 +38,11 @@ crate::ops::operations!(
 impl NcOp {
     /// What the acting user's role must grant (spec §6.5): reads for
     /// viewers and up, writes for members and up.
-    pub const fn access(self) -> crate::business::Access {
+    pub const fn access(self) -> crate::domain::Access {
         if self.writes() {
-            crate::business::Access::Contribute
+            crate::domain::Access::Contribute
         } else {
-            crate::business::Access::Read
+            crate::domain::Access::Read
         }
     }
 

@@ -16,6 +16,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+pub use crate::domain::Access;
 use crate::domain::{MemberRole, name_enum};
 use crate::names::UserId;
 use crate::text;
@@ -158,51 +159,6 @@ impl ReportStatus {
         match (self, to) {
             (Self::Submitted, Self::Approved | Self::Rejected) => Access::Manage,
             _ => Access::Contribute,
-        }
-    }
-}
-
-/// What an operation needs from the acting user's role (spec §6.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Access {
-    /// Every read: viewers and up.
-    Read,
-    /// File writes, meetings, attachments, submitting and reopening
-    /// reports: members and up.
-    Contribute,
-    /// Deleting meetings, approving and rejecting reports, advancing
-    /// milestones: admins and owners.
-    Manage,
-}
-
-impl Access {
-    /// The least role that has this access.
-    pub const fn least_role(self) -> MemberRole {
-        match self {
-            Self::Read => MemberRole::Viewer,
-            Self::Contribute => MemberRole::Member,
-            Self::Manage => MemberRole::Admin,
-        }
-    }
-
-    /// How the access reads in a message (`read`, `contribute`, `manage`).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Read => "read",
-            Self::Contribute => "contribute",
-            Self::Manage => "manage",
-        }
-    }
-}
-
-impl MemberRole {
-    /// Whether a member with this role has `access`.
-    pub const fn grants(self, access: Access) -> bool {
-        match access {
-            Access::Read => true,
-            Access::Contribute => !matches!(self, MemberRole::Viewer),
-            Access::Manage => matches!(self, MemberRole::Owner | MemberRole::Admin),
         }
     }
 }

@@ -15,7 +15,7 @@ use super::{
     Access, FileId, Meeting, MeetingFile, MeetingId, MemberInfo, ProjectMeta, Report,
     ReportDetails, ReportId, ReportStatus, ReportTransition,
 };
-use crate::events::EventId;
+use crate::domain::EventId;
 use crate::nc::Encoding;
 
 crate::ops::operations!(
