@@ -633,31 +633,6 @@ fn seed(data: &Path, project: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Waits until `addr` accepts connections, for at most `limit`; fails at
-/// once if `process` exits.
-pub(crate) async fn wait_for_port(
-    addr: SocketAddr,
-    process: &mut Process,
-    limit: Duration,
-) -> Result<()> {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if let Some(status) = process.exited() {
-            bail!("exited ({status}):\n{}", process.log_tail(30));
-        }
-        if tokio::net::TcpStream::connect(addr).await.is_ok() {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!(
-                "no connection to {addr} within {limit:?}:\n{}",
-                process.log_tail(30)
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Polls `condition` until it holds, for at most `limit`.
 pub(crate) async fn wait_until<F, Fut>(limit: Duration, what: &str, mut condition: F) -> Result<()>
 where

@@ -174,7 +174,7 @@ impl Nginx {
             config,
             process,
         };
-        crate::harness::wait_for_port(listen, &mut nginx.process, Duration::from_secs(20))
+        crate::process::wait_for_port(listen, &mut nginx.process, Duration::from_secs(20))
             .await
             .context("nginx did not start")?;
         Ok(nginx)

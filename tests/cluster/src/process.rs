@@ -9,6 +9,7 @@
 //! behind. Output goes to a log file per child, appended across restarts.
 
 use std::fs::OpenOptions;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -123,4 +124,29 @@ pub(crate) fn log_tail(path: &Path, lines: usize) -> String {
     all.get(all.len().saturating_sub(lines)..)
         .unwrap_or_default()
         .join("\n")
+}
+
+/// Waits until `addr` accepts connections, for at most `limit`; fails at
+/// once if `process` exits.
+pub(crate) async fn wait_for_port(
+    addr: SocketAddr,
+    process: &mut Process,
+    limit: Duration,
+) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = process.exited() {
+            anyhow::bail!("exited ({status}):\n{}", process.log_tail(30));
+        }
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!(
+                "no connection to {addr} within {limit:?}:\n{}",
+                process.log_tail(30)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
