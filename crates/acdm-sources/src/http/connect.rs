@@ -17,6 +17,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use super::pool::Conn;
+pub(super) use super::proxy::Key;
 use super::proxy::Route;
 
 /// Longest response head (status line and headers) and trailer section
@@ -24,14 +25,6 @@ use super::proxy::Route;
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Most headers in one response head.
 const MAX_HEADERS: usize = 128;
-
-/// Where a host's connections go: the URL's scheme, host and port.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Key {
-    pub(super) tls: bool,
-    pub(super) host: String,
-    pub(super) port: u16,
-}
 
 /// How new connections are made.
 pub(super) struct Connector {

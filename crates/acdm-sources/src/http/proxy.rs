@@ -14,7 +14,13 @@
 use http::HeaderValue;
 use hyper_util::client::proxy::matcher::Matcher;
 
-use super::connect::Key;
+/// Where a host's connections go: the URL's scheme, host and port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Key {
+    pub(super) tls: bool,
+    pub(super) host: String,
+    pub(super) port: u16,
+}
 
 /// The egress proxy settings, as the usual variables hold them
 /// (`HTTP_PROXY`/`http_proxy`, `HTTPS_PROXY`/`https_proxy`,
