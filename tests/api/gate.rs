@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use acdm_backend::app::with_global_layers;
-use acdm_backend::gate::REFUSAL_BODY;
+use acdm_server::gate::REFUSAL_BODY;
 use axum::Router;
 use axum::body::Body;
 use axum::http::Request;

@@ -80,12 +80,13 @@ pub(crate) fn test_config(options: &Options, data_dir: &std::path::Path) -> Conf
 )]
 pub(crate) fn init_test_log() {
     if std::env::var_os("TEST_LOG").is_some() {
-        let settings = acdm_backend::config::LogSettings {
-            format: acdm_backend::config::LogFormat::Pretty,
+        let settings = acdm_server::telemetry::LogSettings {
+            format: acdm_server::telemetry::LogFormat::Pretty,
             filter: Some("debug".to_owned()),
+            fallback_filter: None,
         };
         // Pretty lines: written by their loggers, no guard to keep.
-        let _ = acdm_backend::telemetry::init(&settings, "debug");
+        let _ = acdm_server::telemetry::init(&settings, "debug");
     }
 }
 

@@ -1,6 +1,6 @@
 //! No secret reaches a log line, even at TRACE level.
 
-use acdm_backend::telemetry::JsonLines;
+use acdm_server::telemetry::JsonLines;
 use acdm_test_support::logs::LogCapture;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt as _;

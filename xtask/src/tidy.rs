@@ -8,6 +8,7 @@
 //! from small pure helpers that the tests also feed hand-made violations,
 //! proving the checks can fail.
 
+mod modules;
 #[cfg(test)]
 mod tests;
 
@@ -45,6 +46,31 @@ const ALLOWED_EDGES: &[(&str, &[&str])] = &[
             "acdm-bff",
         ],
     ),
+    // The serving infrastructure: the accept loop, the front layer (which
+    // answers with the BFF's envelopes), health (the store's checks) and the
+    // request deadline (the sources' task-local); no route of its own.
+    (
+        "acdm-server",
+        &["acdm-core", "acdm-sources", "acdm-store", "acdm-bff"],
+    ),
+    // The settings: typed values for the store, the sources and the
+    // server's log (read from what the binary passes, never the process).
+    (
+        "acdm-config",
+        &["acdm-core", "acdm-sources", "acdm-store", "acdm-server"],
+    ),
+    // The operator's commands and the import: over the same layers as the
+    // operator API, whose business writes (`acdm_bff::operator`) they share.
+    (
+        "acdm-operator",
+        &[
+            "acdm-core",
+            "acdm-sources",
+            "acdm-store",
+            "acdm-journal",
+            "acdm-bff",
+        ],
+    ),
     ("acdm-harness-client", &["acdm-core"]),
     // Test support is a dev-dependency only: no member may list it here
     // but the cluster harness, itself a test harness.
@@ -67,6 +93,9 @@ const ALLOWED_EDGES: &[(&str, &[&str])] = &[
             "acdm-mcp",
             "acdm-bff",
             "acdm-console",
+            "acdm-server",
+            "acdm-config",
+            "acdm-operator",
             "acdm-harness-client",
         ],
     ),
@@ -190,10 +219,13 @@ const ALLOW_ENV_MARKER: &str = "tidy:allow-env";
 
 /// The only library sources that may read the environment (with the
 /// marker and a reason): the harness client's `from_env`, the engine's entry
-/// point, and test support's test switches (a dev-dependency only).
+/// point; test support's test switches (a dev-dependency only); and the
+/// settings' unit tests (compiled only for tests), whose `ACDM_UPDATE_DOCS`
+/// rewrites `docs/config.md`.
 const ENV_READERS: &[&str] = &[
     "crates/acdm-harness-client/src/config.rs",
     "crates/acdm-test-support/src/lib.rs",
+    "crates/acdm-config/src/tests.rs",
 ];
 
 /// The architecture document, relative to the workspace root.
@@ -261,6 +293,10 @@ pub(crate) const CHECKS: &[Check] = &[
     Check {
         name: "the architecture doc names every crate",
         run: check_architecture_doc,
+    },
+    Check {
+        name: "no crate has a module cycle",
+        run: modules::check_module_cycles,
     },
 ];
 

@@ -39,13 +39,14 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use acdm_server::gate::ServiceGate;
+use acdm_server::health::{self, Readiness};
+use acdm_server::http;
+use acdm_server::lanes::Lanes;
+use acdm_server::periodic::{Periodic, Round};
+use acdm_server::server::{self, ConnectionLimits};
+
 use crate::config::Config;
-use crate::gate::ServiceGate;
-use crate::health::{self, Readiness};
-use crate::http;
-use crate::lanes::Lanes;
-use crate::periodic::{Periodic, Round};
-use crate::server::{self, ConnectionLimits};
 
 /// Everything a router needs.
 #[derive(Clone)]
@@ -249,7 +250,7 @@ async fn metrics(State(registry): State<Arc<Registry>>) -> Response {
                     "application/openmetrics-text; version=1.0.0; charset=utf-8",
                 ),
             );
-            response.extensions_mut().insert(http::Probe);
+            response.extensions_mut().insert(health::Probe);
             response
         }
         Err(_) => failure(ErrorCode::InternalError, "metrics could not be encoded"),
@@ -261,7 +262,7 @@ async fn metrics(State(registry): State<Arc<Registry>>) -> Response {
 /// it holds no data.
 async fn openapi() -> Response {
     let mut response = axum::Json(acdm_bff::openapi::document()).into_response();
-    response.extensions_mut().insert(http::Probe);
+    response.extensions_mut().insert(health::Probe);
     response
 }
 
@@ -348,7 +349,7 @@ impl Application {
             .start_nudged(
                 "scope-watcher",
                 config.scope_poll_interval,
-                ScopeWatcher::new(store.clone(), state.resolver.clone()),
+                ScopeRound(ScopeWatcher::new(store.clone(), state.resolver.clone())),
                 scope_changed.clone(),
             )
             .await;
@@ -393,7 +394,7 @@ impl Application {
             .start(
                 "attachment-sweep",
                 SWEEP_EVERY,
-                AttachmentSweep::new(state.business.clone(), SWEEP_BATCH),
+                SweepRound(AttachmentSweep::new(state.business.clone(), SWEEP_BATCH)),
             )
             .await;
         let listener = match server::bind(config.listen_addr) {
@@ -640,11 +641,14 @@ fn connection_limits(config: &Config) -> ConnectionLimits {
 /// How often the reconciler runs after its first round at start-up.
 const RECONCILE_EVERY: Duration = Duration::from_secs(30);
 
-impl Round for ScopeWatcher {
+/// The scope watcher as a periodic round.
+struct ScopeRound(ScopeWatcher);
+
+impl Round for ScopeRound {
     type Done = EpochCheck;
     type Error = StoreError;
     async fn poll_once(&mut self) -> Result<EpochCheck, StoreError> {
-        ScopeWatcher::poll_once(self).await
+        self.0.poll_once().await
     }
 }
 
@@ -728,11 +732,14 @@ impl Round for BucketPruner {
 const SWEEP_EVERY: Duration = Duration::from_secs(300);
 const SWEEP_BATCH: u32 = 200;
 
-impl Round for AttachmentSweep {
+/// The attachment sweep as a periodic round.
+struct SweepRound(AttachmentSweep);
+
+impl Round for SweepRound {
     type Done = Swept;
     type Error = StoreError;
     async fn poll_once(&mut self) -> Result<Swept, StoreError> {
-        AttachmentSweep::poll_once(self).await
+        self.0.poll_once().await
     }
 }
 

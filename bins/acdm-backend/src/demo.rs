@@ -315,7 +315,10 @@ const DEMO_OPERATOR: &str = "u-alice";
 
 /// Writes the demo's business data through the `import` code, as
 /// [`DEMO_OPERATOR`]: a second run in the same week changes nothing.
-async fn fill_business(config: &Config, store: &Store) -> anyhow::Result<crate::import::Imported> {
+async fn fill_business(
+    config: &Config,
+    store: &Store,
+) -> anyhow::Result<acdm_operator::import::Imported> {
     let sources = app::build_sources(config)?;
     let journal =
         acdm_journal::Journal::new(store.clone(), sources.files, config.files_base.clone());
@@ -325,7 +328,7 @@ async fn fill_business(config: &Config, store: &Store) -> anyhow::Result<crate::
         .project
         .to_ref();
     let doc = business_document(chrono::Utc::now())?;
-    crate::import::apply(&journal, project, UserId::parse(DEMO_OPERATOR)?, &doc)
+    acdm_operator::import::apply(&journal, project, UserId::parse(DEMO_OPERATOR)?, &doc)
         .await
         .context("filling the demo's business data")
 }
@@ -334,7 +337,7 @@ async fn fill_business(config: &Config, store: &Store) -> anyhow::Result<crate::
 /// within one week write the same document, and every meeting lies ahead).
 pub fn business_document(
     now: chrono::DateTime<chrono::Utc>,
-) -> anyhow::Result<crate::import::Document> {
+) -> anyhow::Result<acdm_operator::import::Document> {
     use chrono::{Datelike, Duration, NaiveTime};
     let today = now.date_naive();
     let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()))
@@ -616,7 +619,7 @@ mod tests {
         // A Wednesday and the Sunday after it: the same document.
         let wednesday = "2026-11-25T16:00:00Z".parse().unwrap();
         let doc = business_document(wednesday).unwrap();
-        let problems = crate::import::check(&doc, &members, &[]);
+        let problems = acdm_operator::import::check(&doc, &members, &[]);
         assert!(problems.is_empty(), "{:?}", problems.list());
         assert_eq!(
             doc,

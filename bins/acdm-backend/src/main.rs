@@ -1,11 +1,12 @@
 //! `acdm-backend`: parse the command line, load the configuration, set up
 //! logging, run the command.
 
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 use acdm_backend::cli::{Cli, Command};
 use acdm_backend::config::Config;
-use acdm_backend::telemetry;
+use acdm_server::telemetry;
 use clap::Parser;
 
 /// mimalloc instead of the system allocator: the hot path allocates per
@@ -18,7 +19,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let config = match Config::load(cli.config.as_deref()) {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the binary is the one place the service reads its environment"
+    )]
+    let environment: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let config = match Config::load_from(cli.config.as_deref(), environment.iter().cloned()) {
         Ok(config) => config,
         Err(error) => {
             #[expect(
@@ -33,8 +39,22 @@ async fn main() -> ExitCode {
     };
     let command = cli.command.unwrap_or(Command::Serve);
     let serving = matches!(command, Command::Serve | Command::Demo);
+    // RUST_LOG: the log filter's conventional fallback.
+    let rust_log = environment
+        .iter()
+        .find(|(name, _)| name == "RUST_LOG")
+        .and_then(|(_, value)| value.clone().into_string().ok());
     // Dropped when `main` returns: writes the last log lines.
-    let _log = telemetry::init(&config.log(), if serving { "info" } else { "warn" });
+    let _log = telemetry::init(&config.log(rust_log), if serving { "info" } else { "warn" });
+    // A misspelled setting would otherwise be ignored without a word.
+    let names = environment.iter().filter_map(|(name, _)| name.to_str());
+    for unknown in acdm_backend::config::unknown_variables(names) {
+        tracing::warn!(
+            variable = unknown.name,
+            closest = unknown.closest,
+            "{unknown}"
+        );
+    }
     let result = match command {
         Command::Serve => acdm_backend::app::serve(&config, |_| {}).await,
         Command::Demo => acdm_backend::demo::run(&config).await,

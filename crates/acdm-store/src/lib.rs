@@ -108,8 +108,17 @@ impl Store {
     /// transaction; on PostgreSQL, whether the server is read-only (a
     /// standby).
     pub async fn check_writable(&self) -> Result<(), StoreError> {
+        self.check_writable_within(db::LOCK_PATIENCE).await
+    }
+
+    /// [`Store::check_writable`], waiting `patience` at most for SQLite's
+    /// write lock (readiness answers a probe within its own budget).
+    pub async fn check_writable_within(
+        &self,
+        patience: std::time::Duration,
+    ) -> Result<(), StoreError> {
         match &self.pool {
-            Pool::Sqlite(_) => match self.lock_holder().await {
+            Pool::Sqlite(p) => match Self::sqlite_lock_holder(p, patience).await {
                 Some(locked) => Err(locked),
                 None => Ok(()),
             },
@@ -133,9 +142,18 @@ impl Store {
         let Pool::Sqlite(p) = &self.pool else {
             return None;
         };
+        Self::sqlite_lock_holder(p, db::LOCK_PATIENCE).await
+    }
+
+    /// The lock another process holds on the pool's SQLite file, waiting
+    /// `patience` at most to take it.
+    async fn sqlite_lock_holder(
+        p: &sqlx::SqlitePool,
+        patience: std::time::Duration,
+    ) -> Option<StoreError> {
         let options = p.connect_options();
         let path = options.get_filename();
-        db::sqlite_lock(path, db::LOCK_PATIENCE)
+        db::sqlite_lock(path, patience)
             .await
             .map(|lock| db::locked(path, lock))
     }

@@ -74,6 +74,11 @@ fn the_architecture_doc_names_every_crate() {
     assert_clean(check_architecture_doc);
 }
 
+#[test]
+fn no_crate_has_a_module_cycle() {
+    assert_clean(super::modules::check_module_cycles);
+}
+
 /// Proof that each check detects what it is meant to detect.
 mod detects {
     use std::collections::BTreeMap;

@@ -28,7 +28,7 @@ use acdm_core::domain::ProjectRef;
 use acdm_core::events::EventId;
 use acdm_core::{ProjectSlug, UserId};
 use acdm_journal::Journal;
-use anyhow::Context;
+use acdm_store::StoreError;
 use chrono::{DateTime, FixedOffset, NaiveDate};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -185,40 +185,43 @@ impl MeetingEntry {
 /// error; the path of a field of the wrong shape, `meetings[1].starts_at`).
 /// In TOML, dates and times may be written bare (`2026-12-01T09:00:00Z`)
 /// or quoted.
-pub fn read(file: &Path) -> anyhow::Result<Document> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+pub fn read(file: &Path) -> Result<Document, ImportError> {
+    let text = std::fs::read_to_string(file).map_err(|error| {
+        ImportError::Unreadable(format!("cannot read {}: {error}", file.display()))
+    })?;
     let extension = file
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
     let value: serde_json::Value = match extension.as_deref() {
         Some("json") => serde_json::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
+            ImportError::Unreadable(format!(
                 "{} is not valid JSON; nothing was written: {e}",
                 file.display()
-            )
+            ))
         })?,
         Some("toml") => toml::from_str::<toml::Value>(&text)
             .map(json_of_toml)
             .map_err(|e| {
-                anyhow::anyhow!(
+                ImportError::Unreadable(format!(
                     "{} is not valid TOML; nothing was written: {e}",
                     file.display()
-                )
+                ))
             })?,
-        _ => anyhow::bail!(
-            "{}: the file must end in .json or .toml (that says how to read it)",
-            file.display()
-        ),
+        _ => {
+            return Err(ImportError::Unreadable(format!(
+                "{}: the file must end in .json or .toml (that says how to read it)",
+                file.display()
+            )));
+        }
     };
     serde_path_to_error::deserialize(value).map_err(|e| {
-        anyhow::anyhow!(
+        ImportError::Unreadable(format!(
             "{} is not a valid import document; nothing was written: {}: {}",
             file.display(),
             e.path(),
             e.inner()
-        )
+        ))
     })
 }
 
@@ -381,6 +384,12 @@ impl Imported {
 /// Why an import stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
+    /// The file cannot be read as a document; nothing was written.
+    #[error("{0}")]
+    Unreadable(String),
+    /// The database (finding the project).
+    #[error(transparent)]
+    Store(#[from] StoreError),
     /// The document has problems; nothing was written.
     #[error("the document has {} problem(s); nothing was written:\n{}", .0.list().len(), lines(.0))]
     Invalid(Problems),
@@ -522,10 +531,10 @@ pub async fn run(
     slug: &ProjectSlug,
     user: UserId,
     file: &Path,
-) -> anyhow::Result<Imported> {
+) -> Result<Imported, ImportError> {
     let doc = read(file)?;
     let project = journal.store().project(slug).await?.project.to_ref();
-    Ok(apply(journal, project, user, &doc).await?)
+    apply(journal, project, user, &doc).await
 }
 
 #[cfg(test)]

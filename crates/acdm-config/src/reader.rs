@@ -9,7 +9,7 @@ use std::fmt;
 use figment::value::{Dict, Map, Value};
 use figment::{Figment, Metadata, Profile, Provider};
 
-use super::kinds::Kind;
+use crate::kinds::Kind;
 
 /// One setting, as documented in `docs/config.md`.
 #[derive(Debug, Clone, Copy)]
@@ -203,8 +203,8 @@ impl Reader {
 
 #[cfg(test)]
 mod tests {
-    use super::super::kinds::{Bool, Optional, Secret};
     use super::*;
+    use crate::kinds::{Bool, Optional, Secret};
 
     const DECLARED: &[Setting] = &[
         Setting {

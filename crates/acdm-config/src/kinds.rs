@@ -17,7 +17,7 @@ use acdm_store::DatabaseTarget;
 use secrecy::SecretString;
 use serde_json::{Value as Json, json};
 
-use super::LogFormat;
+use crate::LogFormat;
 
 /// How the text of one setting becomes its typed value.
 pub(crate) trait Kind {

@@ -1,6 +1,8 @@
 //! Logging: one `tracing` subscriber for the process, JSON or pretty, on
-//! standard error (standard output is for command results). Only the
-//! binary installs it; libraries only emit events.
+//! standard error (standard output is for command results). The binary
+//! decides when to install it and hands it its settings (read from the
+//! environment by the binary, `RUST_LOG` included); libraries only emit
+//! events.
 
 use std::io::IsTerminal;
 
@@ -18,17 +20,41 @@ use batch::Batched;
 pub use batch::Flush;
 pub use json::JsonLines;
 
-use crate::config::{LogFormat, LogSettings};
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Pretty on a terminal, JSON otherwise.
+    Auto,
+    /// One JSON object per line.
+    Json,
+    /// Human-readable.
+    Pretty,
+}
+
+/// Logging settings.
+#[derive(Debug, Clone)]
+pub struct LogSettings {
+    /// Output format.
+    pub format: LogFormat,
+    /// `ACDM_LOG`, if set.
+    pub filter: Option<String>,
+    /// `RUST_LOG`, the filter's conventional fallback, if set (the binary
+    /// reads it; this crate never reads the environment).
+    pub fallback_filter: Option<String>,
+}
 
 /// The crates whose events are this service's own log; everything else
 /// (rmcp, sqlx, hyper, …) is a library.
 const OWN_CRATES: &[&str] = &[
     "acdm_backend",
     "acdm_bff",
+    "acdm_config",
     "acdm_console",
     "acdm_core",
     "acdm_journal",
     "acdm_mcp",
+    "acdm_operator",
+    "acdm_server",
     "acdm_sources",
     "acdm_store",
 ];
@@ -46,21 +72,13 @@ fn default_directives(level: &str) -> String {
 /// The filter's directives: `ACDM_LOG`, else `RUST_LOG`, else our crates
 /// at `default` and libraries at `warn` (a text `EnvFilter` refuses is
 /// passed over, as if unset).
-#[expect(
-    clippy::disallowed_methods,
-    reason = "RUST_LOG, the filter's conventional fallback, is read where EnvFilter read it before"
-)]
 fn directives(settings: &LogSettings, default: &str) -> String {
     let valid = |text: &str| EnvFilter::try_new(text).is_ok();
     settings
         .filter
         .clone()
         .filter(|f| valid(f))
-        .or_else(|| {
-            std::env::var(EnvFilter::DEFAULT_ENV)
-                .ok()
-                .filter(|f| valid(f))
-        })
+        .or_else(|| settings.fallback_filter.clone().filter(|f| valid(f)))
         .unwrap_or_else(|| default_directives(default))
 }
 
@@ -163,7 +181,7 @@ mod tests {
             tracing::info!(target: "rmcp::service", "serve server initialized");
             tracing::info!(target: "sqlx::query", "summary");
             tracing::debug!(target: "acdm_bff::nc", "detail");
-            tracing::info!(target: "acdm_backend::http", "request finished");
+            tracing::info!(target: "acdm_server::http", "request finished");
             tracing::info!(target: "acdm_mcp::server", "tool called");
             tracing::info!(target: "acdm_journal", "storage event applied");
             tracing::warn!(target: "sqlx::pool", "slow acquire");
@@ -172,7 +190,7 @@ mod tests {
         assert_eq!(
             seen,
             [
-                "acdm_backend::http",
+                "acdm_server::http",
                 "acdm_mcp::server",
                 "acdm_journal",
                 "sqlx::pool"
@@ -221,7 +239,7 @@ mod tests {
                 "acdm_bff::nc",
                 "acdm_bffx",
                 "acdm_core::path",
-                "acdm_backend::http",
+                "acdm_server::http",
                 "rmcp::service",
                 "sqlx"
             );

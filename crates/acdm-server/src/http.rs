@@ -32,6 +32,7 @@ use tracing::field::Empty;
 use tracing::{Instrument as _, Span};
 
 use crate::gate::ServiceGate;
+use crate::health::{Probe, Readiness};
 
 /// The request/response header carrying the request id.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -95,14 +96,14 @@ pub struct FrontLayer {
 
 /// What the global middleware works with.
 struct Front {
-    readiness: Arc<crate::health::Readiness>,
+    readiness: Arc<Readiness>,
     edge: Edge,
 }
 
 impl FrontLayer {
     /// The layer, with the server's readiness (is it draining?) and what
     /// the edge checks requests with.
-    pub fn new(readiness: Arc<crate::health::Readiness>, edge: Edge) -> Self {
+    pub fn new(readiness: Arc<Readiness>, edge: Edge) -> Self {
         Self {
             front: Arc::new(Front { readiness, edge }),
         }
@@ -288,11 +289,6 @@ fn make_span(req: &Request, id: &RequestId, op: &'static str) -> Span {
         latency_ms = Empty,
     )
 }
-
-/// Marks a health-probe response, logged at debug level so probes do not
-/// drown the log.
-#[derive(Debug, Clone, Copy)]
-pub struct Probe;
 
 /// A response's outcome: the code a handler or a refusal named, else its
 /// status class.
