@@ -1,8 +1,9 @@
 //! The operator console in a real browser: Debian's chromium, headless,
-//! driven through chromedriver (W3C WebDriver) against the whole service
-//! on a loopback port. Each test signs in as a person would, checks what
-//! the page shows, and saves a screenshot (PNG) of the page it checked in
-//! `target/console-screenshots/`.
+//! driven through chromedriver (W3C WebDriver, spoken by fantoccini)
+//! against the whole service on a loopback port. Each test signs in as a
+//! person would, checks what the page shows, and saves a screenshot (PNG)
+//! of the page it checked in `target/console-screenshots/` (or
+//! `ACDM_SCREENSHOT_DIR`).
 //!
 //! Without chromium and chromedriver the tests say so and pass, unless
 //! `ACDM_REQUIRE_BROWSER=1` (as in CI), where they fail.
@@ -168,11 +169,14 @@ async fn an_operator_signs_in_filters_the_audit_trail_and_reads_a_writes_diff() 
         .cookies()
         .await
         .into_iter()
-        .find(|c| c["name"] == "acdm_console")
+        .find(|c| c.name() == "acdm_console")
         .expect("the session cookie");
-    assert_eq!(cookie["httpOnly"], true);
-    assert_eq!(cookie["sameSite"], "Strict");
-    assert_eq!(cookie["path"], "/console");
+    assert_eq!(cookie.http_only(), Some(true));
+    assert_eq!(
+        cookie.same_site().map(|s| s.to_string()).as_deref(),
+        Some("Strict")
+    );
+    assert_eq!(cookie.path(), Some("/console"));
 
     browser
         .goto(&format!("{}/console/projects/alpha", env.base))
@@ -435,9 +439,9 @@ async fn the_attacks_a_console_invites_are_refused_or_escaped() {
         .cookies()
         .await
         .into_iter()
-        .find(|c| c["name"] == "acdm_console")
+        .find(|c| c.name() == "acdm_console")
         .unwrap();
-    let cookie = format!("acdm_console={}", cookie["value"].as_str().unwrap());
+    let cookie = format!("acdm_console={}", cookie.value());
     let forged = env
         .app
         .send(
