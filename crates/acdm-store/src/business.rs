@@ -275,8 +275,8 @@ fn empty_sow(created_at: DateTime<Utc>) -> StatementOfWork {
     }
 }
 
-/// A project joined with its meta row (absent until someone sets it).
 crate::db::row! {
+    /// A project joined with its meta row (absent until someone sets it).
     struct JoinedMetaRow {
         created_at: DateTime<Utc>,
         status: Option<String>,

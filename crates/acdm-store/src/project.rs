@@ -16,9 +16,9 @@ use crate::business::{MemberRow, corrupt, parse, user};
 use crate::db::with_pool;
 use crate::error::StoreError;
 
-/// A row of the stamp-and-members query: an event count by status, or a
-/// member.
 crate::db::row! {
+    /// A row of the stamp-and-members query: an event count by status, or a
+    /// member.
     struct StampOrMemberRow {
         kind: String,
         key: String,
