@@ -32,7 +32,7 @@ use acdm_store::{DatabaseConfig, DatabaseTarget};
 use figment::Figment;
 use figment::providers::{Format, Toml};
 use figment::value::Dict;
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
 use url::Url;
 
@@ -218,6 +218,17 @@ settings! {
         /// below what the upstream serves at once (a Nextcloud's PHP workers).
         upstream_max_connections: usize = "ACDM_UPSTREAM_MAX_CONNECTIONS",
             default "32", Count(1..=1024);
+        /// Egress proxy for `https` GitLab and Nextcloud instances:
+        /// `http://[user:password@]host[:port]`, asked for a `CONNECT` tunnel. The lower-case
+        /// `https_proxy` is read too and wins. Unset: direct.
+        https_proxy: Option<SecretString> = "HTTPS_PROXY", default "(unset)", Optional(Secret);
+        /// Egress proxy for plain `http` GitLab and Nextcloud instances, same form (`http_proxy`
+        /// is read too and wins). Unset: direct.
+        http_proxy: Option<SecretString> = "HTTP_PROXY", default "(unset)", Optional(Secret);
+        /// Hosts reached without the proxy: comma-separated names (`gitlab.internal`), domains
+        /// (`.corp.example`), IP addresses, CIDR blocks (`10.0.0.0/8`) or `*` for all
+        /// (`no_proxy` is read too and wins).
+        no_proxy: Option<String> = "NO_PROXY", default "(unset)", Optional(Checked(check_no_proxy));
         /// Deadline of a whole request to `/mcp` or `/agent-tools`, every upstream call it makes
         /// included (1–600). A caller that says how long it waits (`X-ACDM-Timeout-Ms`, which the
         /// harness client sends) is answered within nine tenths of that when it is less. Keep it
@@ -354,6 +365,25 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// Settings also read under a lower-case name, which wins: the egress
+/// proxy's variables, which tools spell both ways.
+const LOWER_CASE_NAMES: [(&str, &str); 3] = [
+    ("https_proxy", "HTTPS_PROXY"),
+    ("http_proxy", "HTTP_PROXY"),
+    ("no_proxy", "NO_PROXY"),
+];
+
+/// `NO_PROXY`: a list of names, addresses and blocks, one line of text.
+fn check_no_proxy(text: &str) -> Result<(), String> {
+    if text.chars().any(char::is_control) {
+        return Err(
+            "must be one line: comma-separated hosts, domains, addresses, CIDR blocks or *"
+                .to_owned(),
+        );
+    }
+    Ok(())
+}
+
 impl Config {
     /// Reads the optional TOML `file` and the given environment: the binary
     /// passes the process's (the one place the service reads it), tests
@@ -364,8 +394,13 @@ impl Config {
     ) -> Result<Self, ConfigError> {
         let mut problems = Vec::new();
         let mut env_values = BTreeMap::new();
+        let mut lower_case = Vec::new();
         for (key, value) in env {
             let Some(key) = key.to_str() else { continue };
+            if let Some(&(_, upper)) = LOWER_CASE_NAMES.iter().find(|(lower, _)| *lower == key) {
+                lower_case.push((upper, value));
+                continue;
+            }
             if !SETTINGS.iter().any(|s| s.name == key) {
                 continue;
             }
@@ -374,6 +409,18 @@ impl Config {
                     env_values.insert(key.to_owned(), value);
                 }
                 Err(_) => problems.push(format!("{key} (from environment): is not valid UTF-8")),
+            }
+        }
+        // The proxy variables' lower-case spelling wins, as curl reads them.
+        for (key, value) in lower_case {
+            match value.into_string() {
+                Ok(value) => {
+                    env_values.insert(key.to_owned(), value);
+                }
+                Err(_) => problems.push(format!(
+                    "{} (from environment): is not valid UTF-8",
+                    key.to_ascii_lowercase()
+                )),
             }
         }
         let mut figment = Figment::new();
@@ -489,6 +536,17 @@ impl Config {
             timeout: self.upstream_timeout,
             retries: self.upstream_retries,
             max_connections_per_host: self.upstream_max_connections,
+            proxy: acdm_sources::http::ProxySettings {
+                http: self
+                    .http_proxy
+                    .as_ref()
+                    .map(|p| p.expose_secret().to_owned()),
+                https: self
+                    .https_proxy
+                    .as_ref()
+                    .map(|p| p.expose_secret().to_owned()),
+                no_proxy: self.no_proxy.clone(),
+            },
             ..acdm_sources::http::HttpSettings::default()
         }
     }

@@ -317,6 +317,42 @@ fn secrets_never_appear_in_debug_or_redacted_output() {
     assert_eq!(c.redacted()["ACDM_MCP_SERVICE_TOKEN"], "set (redacted)");
 }
 
+#[test]
+fn the_egress_proxy_reaches_the_upstream_settings_and_the_lower_case_names_win() {
+    let c = load(&[
+        ("HTTPS_PROXY", "http://upper.example:3128"),
+        (
+            "https_proxy",
+            "http://proxy-user:proxy-pass@lower.example:3128",
+        ),
+        ("HTTP_PROXY", "http://plain.example:3128"),
+        ("NO_PROXY", ".corp.example"),
+        ("no_proxy", "gitlab.internal,10.0.0.0/8"),
+    ])
+    .unwrap();
+    let proxy = c.upstream().proxy;
+    assert_eq!(
+        proxy.https.as_deref(),
+        Some("http://proxy-user:proxy-pass@lower.example:3128")
+    );
+    assert_eq!(proxy.http.as_deref(), Some("http://plain.example:3128"));
+    assert_eq!(
+        proxy.no_proxy.as_deref(),
+        Some("gitlab.internal,10.0.0.0/8")
+    );
+    // A proxy's credentials are a secret like any other.
+    for out in [format!("{c:?}"), c.redacted().to_string()] {
+        assert!(!out.contains("proxy-pass"), "leaked: {out}");
+    }
+    assert_eq!(c.redacted()["HTTPS_PROXY"], "set (redacted)");
+    // Unset: every call goes direct.
+    assert_eq!(
+        load(&[]).unwrap().upstream().proxy,
+        acdm_sources::http::ProxySettings::default()
+    );
+    check_invalid(&[("no_proxy", "a,\nb")], "NO_PROXY");
+}
+
 /// Whether `ACDM_UPDATE_DOCS` asks for `docs/config.md` to be rewritten.
 #[expect(
     clippy::disallowed_methods,
@@ -461,7 +497,9 @@ fn secrets_are_secret_in_the_docs_and_redacted_in_the_output() {
             "ACDM_ADMIN_TOKEN",
             "DATABASE_URL",
             "GITLAB_WIKI_PAT",
-            "NEXTCLOUD_APP_PASSWORD"
+            "NEXTCLOUD_APP_PASSWORD",
+            "HTTPS_PROXY",
+            "HTTP_PROXY"
         ]
     );
     let c = load(&[
@@ -474,6 +512,8 @@ fn secrets_are_secret_in_the_docs_and_redacted_in_the_output() {
         ("NEXTCLOUD_URL", "https://cloud.example.com"),
         ("NEXTCLOUD_USER", "svc"),
         ("NEXTCLOUD_APP_PASSWORD", "nc-app-password"),
+        ("HTTPS_PROXY", "http://u:proxy-pass@proxy.example:3128"),
+        ("HTTP_PROXY", "http://u:proxy-pass@proxy.example:3128"),
     ])
     .unwrap();
     for (name, value) in c.shown() {
