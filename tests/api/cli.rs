@@ -58,6 +58,28 @@ fn an_invalid_configuration_stops_the_binary_naming_the_setting() {
 }
 
 #[test]
+fn a_misspelled_setting_is_named_with_the_configuration_error_it_may_explain() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            ("ACDM_LISTEN_ADDR", "nope"),
+            ("ACDM_UPSTREAM_MAX_CONECTIONS", "5"),
+        ],
+        &["serve"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "ACDM_UPSTREAM_MAX_CONECTIONS is not a setting and is ignored; \
+             did you mean ACDM_UPSTREAM_MAX_CONNECTIONS?"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn check_config_redacts_secrets_and_reports_the_database() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(

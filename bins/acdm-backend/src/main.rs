@@ -33,6 +33,12 @@ async fn main() -> ExitCode {
             )]
             {
                 eprint!("{error}");
+                // A misspelled setting is often why a required one is
+                // missing: its hint belongs with the error.
+                let names = environment.iter().filter_map(|(name, _)| name.to_str());
+                for unknown in acdm_backend::config::unknown_variables(names) {
+                    eprintln!("warning: {unknown}");
+                }
             }
             return ExitCode::from(2);
         }

@@ -240,17 +240,16 @@ mod tests {
             .await
             .unwrap();
         holder.execute("BEGIN IMMEDIATE").await.unwrap();
-        // The clock stands still but while nothing is left to do: a check
-        // still waiting on the database when the budget runs out has met
-        // its deadline (SQLite itself waits for its lock in real time).
-        tokio::time::pause();
-        let start = tokio::time::Instant::now();
+        // On the real clock: SQLite waits for its lock in real time, and a
+        // paused clock would jump to the budget's end whatever SQLite did.
+        // A probe that waited out SQLite's busy timeout (a second, as
+        // before) fails the bound, which the budget leaves room under.
+        let start = std::time::Instant::now();
         let report = readiness.measure().await;
         let took = start.elapsed();
-        tokio::time::resume();
         assert!(
-            took <= Duration::from_millis(500),
-            "answered after {took:?}"
+            took < Duration::from_millis(900),
+            "answered after {took:?}, past a 1 s probe's patience"
         );
         assert_eq!(report.status, "not_ready");
         let reasons: Vec<&str> = report
@@ -258,10 +257,9 @@ mod tests {
             .values()
             .filter_map(|check| check.reason.as_deref())
             .collect();
+        // The reason, not a timeout: the writes are what is refused.
         assert!(
-            reasons
-                .iter()
-                .any(|r| r.contains("write") || r.contains("did not answer")),
+            reasons.iter().any(|r| r.starts_with("database writes:")),
             "{reasons:?}"
         );
         holder.execute("ROLLBACK").await.unwrap();

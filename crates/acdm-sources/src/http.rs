@@ -1649,9 +1649,15 @@ mod tests {
                 });
             }
         });
+        // Timeouts far past the test's second: were the paused clock to
+        // jump while a loopback read is still on its way, it would stop at
+        // the upstream's next 100 ms, never end a call.
         let client = HttpClient::new(HttpSettings {
             retries: 0,
             max_connections_per_host: 2,
+            connect_timeout: Duration::from_secs(600),
+            read_timeout: Duration::from_secs(600),
+            timeout: Duration::from_secs(600),
             ..HttpSettings::default()
         })
         .unwrap();
