@@ -10,27 +10,21 @@ use sqlx::migrate::{Migrate, Migration, MigrationType, Migrator};
 use crate::db::{Pool, with_pool};
 use crate::error::StoreError;
 
-/// The files of one migrations folder, each as its name and its SQL,
-/// compiled in. A test keeps each list equal to its folder.
-macro_rules! folder {
-    ($folder:literal: $($file:literal),+ $(,)?) => {
-        &[$(($file, include_str!(concat!("../../../migrations/", $folder, "/", $file)))),+]
+/// The migration files, compiled in: one list of names, read from both
+/// folders (they stay in step), each file as its name and its SQL. A test
+/// keeps the list equal to each folder.
+macro_rules! embedded {
+    ($($file:literal),+ $(,)?) => {
+        /// `migrations/sqlite`, file by file.
+        const SQLITE_FILES: &[(&str, &str)] =
+            &[$(($file, include_str!(concat!("../../../migrations/sqlite/", $file)))),+];
+        /// `migrations/postgres`, file by file.
+        const POSTGRES_FILES: &[(&str, &str)] =
+            &[$(($file, include_str!(concat!("../../../migrations/postgres/", $file)))),+];
     };
 }
 
-/// `migrations/sqlite`, file by file.
-const SQLITE_FILES: &[(&str, &str)] = folder!("sqlite":
-    "0001_provisioning.sql",
-    "0002_storage_events.sql",
-    "0003_project_name_key.sql",
-    "0004_business.sql",
-    "0005_project.sql",
-    "0006_replicas.sql",
-    "0007_scope_cache.sql",
-);
-
-/// `migrations/postgres`, file by file.
-const POSTGRES_FILES: &[(&str, &str)] = folder!("postgres":
+embedded!(
     "0001_provisioning.sql",
     "0002_storage_events.sql",
     "0003_project_name_key.sql",
