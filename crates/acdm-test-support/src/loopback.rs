@@ -1,15 +1,18 @@
 //! What the loopback doubles that play an upstream server share: reading
 //! one HTTP/1.1 request off a connection.
 
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Reads one request — its head, then as many body bytes as its
 /// `Content-Length` says — from `stream`, starting with what `buf` already
 /// holds, and removes it from `buf`; bytes after it stay there for the
-/// next request on a kept connection. `None` when the connection ends (or
-/// fails) first.
-pub async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<()> {
+/// next request on a kept connection. Returns the request's head, lower
+/// cased; `None` when the connection ends (or fails) first. Any stream: a
+/// plain connection or one under TLS.
+pub async fn read_request(
+    stream: &mut (impl AsyncRead + Unpin),
+    buf: &mut Vec<u8>,
+) -> Option<String> {
     let end = loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break end + 4;
@@ -26,11 +29,11 @@ pub async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(
         read_more(stream, buf).await?;
     }
     buf.drain(..end + length);
-    Some(())
+    Some(head)
 }
 
 /// Appends what the next read brings; `None` at the end or on an error.
-async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<()> {
+async fn read_more(stream: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>) -> Option<()> {
     let mut chunk = [0u8; 4096];
     match stream.read(&mut chunk).await {
         Ok(0) | Err(_) => None,

@@ -13,8 +13,9 @@ use acdm_sources::http::{HttpClient, HttpSettings, ProxySettings};
 use acdm_sources::nextcloud::{NextcloudConfig, NextcloudFiles};
 use acdm_sources::{FileReader, ReadRange, SourceError};
 use acdm_test_support::ForwardProxy;
+use acdm_test_support::loopback::read_request;
 use secrecy::SecretString;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use crate::harness::abs;
@@ -93,31 +94,7 @@ async fn serve(
     answer: fn(&str) -> Answer,
 ) {
     let mut buf = Vec::new();
-    loop {
-        let end = loop {
-            if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break end + 4;
-            }
-            let mut chunk = [0u8; 4096];
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(chunk.get(..n).unwrap_or_default()),
-            }
-        };
-        let head = String::from_utf8_lossy(buf.get(..end).unwrap_or_default()).to_lowercase();
-        let length: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        while buf.len() < end + length {
-            let mut chunk = [0u8; 4096];
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(chunk.get(..n).unwrap_or_default()),
-            }
-        }
-        buf.drain(..end + length);
+    while let Some(head) = read_request(&mut stream, &mut buf).await {
         let (status, headers, body) = answer(&head);
         heads.lock().unwrap().push(head);
         let mut out = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\n", body.len());
