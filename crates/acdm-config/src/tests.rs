@@ -288,9 +288,9 @@ fn the_file_is_read_and_the_environment_wins() {
     assert!(err.problems[0].contains("does not exist"), "{err}");
 }
 
-#[test]
-fn secrets_never_appear_in_debug_or_redacted_output() {
-    let c = load(&[
+/// A configuration with every secret setting set (and what they need).
+fn every_secret_set() -> Config {
+    load(&[
         ("ACDM_MCP_SERVICE_TOKEN", TOKEN),
         ("ACDM_ADMIN_TOKEN", ADMIN),
         ("DATABASE_URL", "postgres://u:hunter2@db/acdm"),
@@ -300,8 +300,15 @@ fn secrets_never_appear_in_debug_or_redacted_output() {
         ("NEXTCLOUD_URL", "https://cloud.example.com"),
         ("NEXTCLOUD_USER", "svc"),
         ("NEXTCLOUD_APP_PASSWORD", "nc-app-password"),
+        ("HTTPS_PROXY", "http://u:proxy-pass@proxy.example:3128"),
+        ("HTTP_PROXY", "http://u:proxy-pass@proxy.example:3128"),
     ])
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn secrets_never_appear_in_debug_or_redacted_output() {
+    let c = every_secret_set();
     let outputs = [format!("{c:?}"), c.redacted().to_string()];
     for out in outputs {
         for secret in [
@@ -310,6 +317,7 @@ fn secrets_never_appear_in_debug_or_redacted_output() {
             "hunter2",
             "glpat-secret-value",
             "nc-app-password",
+            "proxy-pass",
         ] {
             assert!(!out.contains(secret), "{secret} leaked: {out}");
         }
@@ -502,20 +510,7 @@ fn secrets_are_secret_in_the_docs_and_redacted_in_the_output() {
             "HTTP_PROXY"
         ]
     );
-    let c = load(&[
-        ("ACDM_MCP_SERVICE_TOKEN", TOKEN),
-        ("ACDM_ADMIN_TOKEN", ADMIN),
-        ("DATABASE_URL", "postgres://u:hunter2@db/acdm"),
-        ("GITLAB_WIKI_BASE_URL", "https://gitlab.example.com"),
-        ("GITLAB_WIKI_PROJECT_ID", "42"),
-        ("GITLAB_WIKI_PAT", "glpat-secret-value"),
-        ("NEXTCLOUD_URL", "https://cloud.example.com"),
-        ("NEXTCLOUD_USER", "svc"),
-        ("NEXTCLOUD_APP_PASSWORD", "nc-app-password"),
-        ("HTTPS_PROXY", "http://u:proxy-pass@proxy.example:3128"),
-        ("HTTP_PROXY", "http://u:proxy-pass@proxy.example:3128"),
-    ])
-    .unwrap();
+    let c = every_secret_set();
     for (name, value) in c.shown() {
         if secrets.contains(&name) {
             assert_eq!(value, kinds::REDACTED, "{name}");
