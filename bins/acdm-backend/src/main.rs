@@ -24,6 +24,12 @@ async fn main() -> ExitCode {
         reason = "the binary is the one place the service reads its environment"
     )]
     let environment: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    // A misspelled setting would otherwise be ignored without a word; it
+    // is said with a configuration error (often why a required one is
+    // missing) or, once logging is set up, in the log.
+    let unknown = acdm_backend::config::unknown_variables(
+        environment.iter().filter_map(|(name, _)| name.to_str()),
+    );
     let config = match Config::load_from(cli.config.as_deref(), environment.iter().cloned()) {
         Ok(config) => config,
         Err(error) => {
@@ -33,10 +39,7 @@ async fn main() -> ExitCode {
             )]
             {
                 eprint!("{error}");
-                // A misspelled setting is often why a required one is
-                // missing: its hint belongs with the error.
-                let names = environment.iter().filter_map(|(name, _)| name.to_str());
-                for unknown in acdm_backend::config::unknown_variables(names) {
+                for unknown in &unknown {
                     eprintln!("warning: {unknown}");
                 }
             }
@@ -52,9 +55,7 @@ async fn main() -> ExitCode {
         .and_then(|(_, value)| value.clone().into_string().ok());
     // Dropped when `main` returns: writes the last log lines.
     let _log = telemetry::init(&config.log(rust_log), if serving { "info" } else { "warn" });
-    // A misspelled setting would otherwise be ignored without a word.
-    let names = environment.iter().filter_map(|(name, _)| name.to_str());
-    for unknown in acdm_backend::config::unknown_variables(names) {
+    for unknown in &unknown {
         tracing::warn!(
             variable = unknown.name,
             closest = unknown.closest,
