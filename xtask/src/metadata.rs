@@ -36,6 +36,26 @@ pub(crate) struct Package {
     /// Dependencies as declared in the manifest.
     #[serde(default)]
     pub(crate) dependencies: Vec<Dependency>,
+    /// The package's targets (its library, binaries, tests, …).
+    #[serde(default)]
+    pub(crate) targets: Vec<Target>,
+}
+
+/// One target of a package.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Target {
+    /// Its kinds: `lib`, `bin`, `proc-macro`, `custom-build`, …
+    #[serde(default)]
+    pub(crate) kind: Vec<String>,
+}
+
+impl Package {
+    /// True for a procedural-macro crate: code only the compiler runs.
+    pub(crate) fn is_proc_macro(&self) -> bool {
+        self.targets
+            .iter()
+            .any(|target| target.kind.iter().any(|kind| kind == "proc-macro"))
+    }
 }
 
 /// A dependency declared in a manifest.

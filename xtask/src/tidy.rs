@@ -9,6 +9,7 @@
 //! proving the checks can fail.
 
 mod modules;
+mod profile;
 #[cfg(test)]
 mod tests;
 
@@ -297,6 +298,10 @@ pub(crate) const CHECKS: &[Check] = &[
     Check {
         name: "no crate has a module cycle",
         run: modules::check_module_cycles,
+    },
+    Check {
+        name: "what only the compiler runs is built unoptimised in dev builds",
+        run: profile::check_build_time_packages,
     },
 ];
 

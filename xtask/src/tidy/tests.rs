@@ -79,16 +79,21 @@ fn no_crate_has_a_module_cycle() {
     assert_clean(super::modules::check_module_cycles);
 }
 
+#[test]
+fn what_only_the_compiler_runs_is_built_unoptimised_in_dev_builds() {
+    assert_clean(super::profile::check_build_time_packages);
+}
+
 /// Proof that each check detects what it is meant to detect.
 mod detects {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, BTreeSet};
 
     use serde_json::{Value, json};
 
     use super::super::{
         ALLOWED_EDGES, CORE_RULE, ENV_READERS, HARNESS_CLIENT_RULE, LAYER_RULES, allows_env,
         closure_paths, edge_violations, env_reads, env_reads_unexempted, forbidden_violations,
-        names_missing_from, opts_into_workspace_lints, starts_with_module_doc,
+        names_missing_from, opts_into_workspace_lints, profile, starts_with_module_doc,
     };
     use crate::metadata::Metadata;
 
@@ -454,5 +459,108 @@ mod detects {
             names_missing_from(doc, ["acdm-core", "acdm-store", "xtask"]),
             ["acdm-store", "xtask"]
         );
+    }
+
+    /// A proc-macro package for hand-built metadata.
+    fn proc_macro(name: &str) -> Value {
+        let mut value = package(name, &[]);
+        value["targets"] = json!([{ "kind": ["proc-macro"] }]);
+        value
+    }
+
+    /// A member `app` running `serde` and `memchr`; serde's derive macro
+    /// (on syn) and app's build script's `cc` only run in the compiler,
+    /// and `cc` uses `memchr` too.
+    fn compiler_and_programs() -> Metadata {
+        metadata(
+            vec![
+                package("app", &[]),
+                package("serde", &[]),
+                proc_macro("serde_derive"),
+                package("syn", &[]),
+                package("cc", &[]),
+                package("memchr", &[]),
+                package("tempfile", &[]),
+            ],
+            &["app"],
+            vec![
+                node(
+                    "app",
+                    &[
+                        ("serde", &[None]),
+                        ("cc", &[Some("build")]),
+                        ("tempfile", &[Some("dev")]),
+                    ],
+                ),
+                node("serde", &[("serde_derive", &[None]), ("memchr", &[None])]),
+                node("serde_derive", &[("syn", &[None])]),
+                node("syn", &[]),
+                node("cc", &[("memchr", &[None])]),
+                node("memchr", &[]),
+                node("tempfile", &[]),
+            ],
+        )
+    }
+
+    fn names(list: &[&str]) -> BTreeSet<String> {
+        list.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_packages_only_the_compiler_runs_must_be_named_exactly() {
+        let metadata = compiler_and_programs();
+        assert!(profile::violations(&metadata, &names(&["cc", "serde_derive", "syn"])).is_empty());
+
+        let missing = profile::violations(&metadata, &names(&["cc", "serde_derive"]));
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        assert!(
+            missing[0].starts_with("`syn` only runs in the compiler"),
+            "{missing:?}"
+        );
+        assert!(
+            missing[0].contains("`syn = { opt-level = 0 }`"),
+            "{missing:?}"
+        );
+
+        // memchr is used by the build script and by the program: optimised.
+        let shared = profile::violations(
+            &metadata,
+            &names(&["cc", "serde_derive", "syn", "memchr", "tempfile"]),
+        );
+        assert_eq!(shared.len(), 2, "{shared:?}");
+        assert!(
+            shared
+                .iter()
+                .all(|v| v.contains("runs in our programs and tests too"))
+        );
+
+        let gone = profile::violations(&metadata, &names(&["cc", "serde_derive", "syn", "pear"]));
+        assert_eq!(gone.len(), 1, "{gone:?}");
+        assert!(gone[0].starts_with("`pear` is no longer in the dependency graph"));
+    }
+
+    #[test]
+    fn only_the_packages_at_opt_level_zero_count_as_named() {
+        let manifest = r#"
+[workspace]
+members = []
+
+[profile.dev.package]
+"*" = { opt-level = 2, debug = false }
+syn = { opt-level = 0 }
+quote = { opt-level = 1 }
+
+[profile.dev.package.serde_derive]
+opt-level = 0
+
+[profile.release.package.cc]
+opt-level = 0
+"#;
+        assert_eq!(
+            profile::unoptimised(manifest).unwrap(),
+            names(&["serde_derive", "syn"])
+        );
+        assert!(profile::unoptimised("[workspace]\n").unwrap().is_empty());
+        assert!(profile::unoptimised("[workspace\n").is_err());
     }
 }
