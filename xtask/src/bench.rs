@@ -31,6 +31,7 @@
 use std::os::unix::process::CommandExt as _;
 use std::process::{Command, ExitCode};
 
+use crate::builds::Build;
 use crate::metadata::cargo_command;
 use crate::tidy::workspace_root;
 
@@ -96,11 +97,12 @@ fn http(args: &[String]) -> ExitCode {
         if postgres {
             crate::cluster::require_psql()?;
         }
-        crate::cluster::build(&root, crate::cluster::Harness::Release)
+        crate::builds::binaries(&root, Build::Release, &["acdm-backend", "acdm-cluster"])
     });
     match prepared {
-        Ok((backend, harness)) => {
-            let work = crate::cluster::target_dir(&root).join("bench-http");
+        Ok(folder) => {
+            let (backend, harness) = (folder.join("acdm-backend"), folder.join("acdm-cluster"));
+            let work = crate::builds::target_dir(&root).join("bench-http");
             let error = Command::new(harness)
                 .arg("bench")
                 .arg("--backend")

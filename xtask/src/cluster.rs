@@ -1,18 +1,23 @@
 //! `cargo xtask cluster [N]` and `cargo xtask cluster test [N]`: the
-//! production shape — PostgreSQL, N replicas of the release binary, nginx
-//! with `deploy/nginx.conf`, the real WebDAV server — on loopback.
+//! production shape — PostgreSQL, N replicas of the service, nginx with
+//! `deploy/nginx.conf`, the real WebDAV server — on loopback.
 //!
 //! This module only prepares: it installs the test tools (`setup`: wsgidav,
-//! the MCP Python SDK and nginx), checks that psql is there, builds
-//! the release backend and the `acdm-cluster` harness, then replaces
-//! itself with the harness (`exec`), which owns every child process and
-//! stops them all on Ctrl-C. The harness and the suite live in
-//! `tests/cluster` (crate `acdm-cluster`).
+//! the MCP Python SDK and nginx), checks that psql is there, builds the
+//! backend and the `acdm-cluster` harness, then replaces itself with the
+//! harness (`exec`), which owns every child process and stops them all on
+//! Ctrl-C. The harness and the suite live in `tests/cluster` (crate
+//! `acdm-cluster`).
 //!
 //! - `cargo xtask cluster [N]`: start N replicas (3 by default), print the
 //!   addresses, run until Ctrl-C.
 //! - `cargo xtask cluster test [N]`: the cluster suite against N replicas
 //!   (3 by default); prints its figures; exits 1 if a check failed.
+//!
+//! The replicas run the test suite's build ([`Build::Dev`]): the suite
+//! checks behaviour across replicas (propagation, deployment-wide limits,
+//! kill -9 and SIGTERM), not speed, and CI then builds nothing for it.
+//! `--release` runs the release binary instead, as production does.
 //!
 //! Arguments after `--` go to the harness (`--set KEY=VALUE` gives every
 //! replica a setting; `--postgres URL` another PostgreSQL server).
@@ -21,13 +26,13 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
-use crate::metadata::cargo_command;
+use crate::builds::{Build, target_dir};
 use crate::tidy::workspace_root;
 
 /// Replicas when `N` is not given: the cluster suite's figure.
 const DEFAULT_REPLICAS: usize = 3;
 
-/// Entry point for `cargo xtask cluster [test] [N] [-- ARGS]`.
+/// Entry point for `cargo xtask cluster [test] [N] [--release] [-- ARGS]`.
 pub(crate) fn main(args: &[String]) -> ExitCode {
     let (ours, passed) = match args.iter().position(|a| a == "--") {
         Some(at) => (
@@ -36,6 +41,13 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
         ),
         None => (args, &[][..]),
     };
+    let build = if ours.iter().any(|a| a == "--release") {
+        Build::Release
+    } else {
+        Build::Dev
+    };
+    let ours: Vec<String> = ours.iter().filter(|a| *a != "--release").cloned().collect();
+    let ours = ours.as_slice();
     let (mode, rest) = match ours.split_first() {
         Some((first, rest)) if first == "test" => ("test", rest),
         _ => ("up", ours),
@@ -46,9 +58,13 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
             Ok(n) if n >= 1 => n,
             _ => return crate::usage_error(&format!("`{n}` is not a number of replicas")),
         },
-        _ => return crate::usage_error("`cluster` takes at most `test` and a number of replicas"),
+        _ => {
+            return crate::usage_error(
+                "`cluster` takes at most `test`, a number of replicas and `--release`",
+            );
+        }
     };
-    match prepare(&workspace_root()) {
+    match prepare(&workspace_root(), build) {
         Ok((backend, harness)) => {
             let target = target_dir(&workspace_root());
             let error = Command::new(harness)
@@ -73,13 +89,14 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     }
 }
 
-/// Installs the tools, checks the programs, builds; returns the release
-/// backend and the harness binary.
-fn prepare(root: &Path) -> Result<(PathBuf, PathBuf), String> {
+/// Installs the tools, checks the programs, builds; returns the backend
+/// and the harness binary.
+fn prepare(root: &Path, build: Build) -> Result<(PathBuf, PathBuf), String> {
     crate::setup::install(root)?;
     crate::setup::install_debian(&[crate::setup::NGINX])?;
     require_psql()?;
-    build(root, Harness::Debug)
+    let folder = crate::builds::binaries(root, build, &["acdm-backend", "acdm-cluster"])?;
+    Ok((folder.join("acdm-backend"), folder.join("acdm-cluster")))
 }
 
 /// Fails unless psql runs (the harness creates and drops its database with it).
@@ -95,56 +112,4 @@ pub(crate) fn require_psql() -> Result<(), String> {
     } else {
         Err("psql is not installed (Debian: postgresql-client)".to_owned())
     }
-}
-
-/// How the harness is built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Harness {
-    /// A debug build: the cluster suite only drives and checks.
-    Debug,
-    /// A release build: the HTTP bench's open-loop generator must keep
-    /// its pace.
-    Release,
-}
-
-/// Builds the release backend and the harness; returns their paths.
-pub(crate) fn build(root: &Path, harness: Harness) -> Result<(PathBuf, PathBuf), String> {
-    let harness_build: &[&str] = match harness {
-        Harness::Debug => &["build", "-p", "acdm-cluster"],
-        Harness::Release => &["build", "--release", "-p", "acdm-cluster"],
-    };
-    for build in [
-        &["build", "--release", "-p", "acdm-backend"][..],
-        harness_build,
-    ] {
-        println!("$ cargo {}", build.join(" "));
-        let built = cargo_command()
-            .args(build)
-            .current_dir(root)
-            .status()
-            .map_err(|e| format!("cannot run cargo: {e}"))?;
-        if !built.success() {
-            return Err(format!("cargo {} failed", build.join(" ")));
-        }
-    }
-    let target = target_dir(root);
-    let profile = match harness {
-        Harness::Debug => "debug",
-        Harness::Release => "release",
-    };
-    Ok((
-        target.join("release").join("acdm-backend"),
-        target.join(profile).join("acdm-cluster"),
-    ))
-}
-
-/// Cargo's target folder.
-pub(crate) fn target_dir(root: &Path) -> PathBuf {
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "xtask finds cargo's target folder"
-    )]
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    target
 }

@@ -16,11 +16,10 @@
 //!
 //! Ends with "N passed, M failed"; exits 1 on any failure.
 
-use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 
+use crate::builds::Build;
 use crate::integration::{Running, free_port, random_token, wait_ready};
-use crate::metadata::cargo_command;
 use crate::tidy::workspace_root;
 
 /// Examples per operation and phase: enough to find what a schema and a
@@ -52,29 +51,8 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
 fn run() -> Result<(usize, usize), String> {
     let root = workspace_root();
     crate::setup::install(&root)?;
-    println!("$ cargo build -p acdm-backend --bin acdm-backend");
-    let built = cargo_command()
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "acdm-backend",
-            "--bin",
-            "acdm-backend",
-        ])
-        .current_dir(&root)
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !built.success() {
-        return Err("cargo build failed".to_owned());
-    }
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "xtask finds cargo's target folder"
-    )]
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    let binary = target.join("debug").join("acdm-backend");
+    let binary = crate::builds::binaries(&root, Build::Dev, &[])?.join("acdm-backend");
+    let target = crate::builds::target_dir(&root);
     let out = target.join("schemathesis");
     let run_dir = out.join(format!("run-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&run_dir);

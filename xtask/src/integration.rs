@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::metadata::cargo_command;
+use crate::builds::Build;
 use crate::tidy::workspace_root;
 
 /// The conformance package and the Node it needs (Node ≥ 22).
@@ -143,22 +143,8 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
 fn run() -> Result<Tally, String> {
     let root = workspace_root();
     crate::setup::install(&root)?;
-    println!("$ cargo build -p acdm-backend");
-    let built = cargo_command()
-        .args(["build", "--quiet", "-p", "acdm-backend"])
-        .current_dir(&root)
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !built.success() {
-        return Err("cargo build failed".to_owned());
-    }
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "xtask finds cargo's target folder"
-    )]
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    let binary = target.join("debug").join("acdm-backend");
+    let binary = crate::builds::binaries(&root, Build::Dev, &[])?.join("acdm-backend");
+    let target = crate::builds::target_dir(&root);
     let run_dir = target
         .join("integration")
         .join(format!("run-{}", std::process::id()));

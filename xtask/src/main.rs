@@ -23,6 +23,7 @@
 )]
 
 mod bench;
+mod builds;
 mod cluster;
 mod fuzz;
 mod integration;
@@ -44,9 +45,12 @@ Commands:
   bench http [--database postgres://USER@HOST:PORT] [--seconds N] [--concurrency 16,32,64]
                    The release binary against an nginx upstream, next to an nginx
                    one-hop proxy (the floor), driven by wrk; SQLite unless --database
-  cluster [N]      Start PostgreSQL, N replicas of the release binary (3 by default), nginx
-                   with deploy/nginx.conf and a WebDAV server on loopback; Ctrl-C stops all
-  cluster test [N] Run the cluster suite against such a cluster (N = 3 by default)
+  cluster [N] [--release]
+                   Start PostgreSQL, N replicas of the service (3 by default; the test
+                   suite's build, or the release binary), nginx with deploy/nginx.conf
+                   and a WebDAV server on loopback; Ctrl-C stops all
+  cluster test [N] [--release]
+                   Run the cluster suite against such a cluster (N = 3 by default)
   integration      Run the MCP Python and TypeScript SDKs and the conformance
                    suite against a running `acdm-backend demo`
   fuzz-api         Run schemathesis (every check, all phases) against a running

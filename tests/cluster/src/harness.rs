@@ -5,7 +5,7 @@
 //! - the real WebDAV server (wsgidav from `.test-tools/venv`, started by
 //!   `acdm-test-support`'s launcher, the test suites' own) serving a
 //!   folder at Nextcloud's DAV path, as the replicas' Nextcloud;
-//! - N replicas of the release binary (`acdm-backend serve`), migrated
+//! - N replicas of the service's binary (`acdm-backend serve`), migrated
 //!   once beforehand like the compose file's `migrate` service, each on a
 //!   loopback port, sharing one data folder (the local wiki stands in for
 //!   GitLab, which has no server here);
@@ -55,7 +55,7 @@ const STOP_GRACE: Duration = Duration::from_secs(15);
 pub(crate) struct Spec {
     /// How many replicas.
     pub(crate) replicas: usize,
-    /// The release binary.
+    /// The service's binary (`acdm-backend`).
     pub(crate) backend: PathBuf,
     /// The workspace root (for `deploy/nginx.conf`, `.test-tools/`).
     pub(crate) root: PathBuf,

@@ -1,11 +1,11 @@
 //! `acdm-cluster`: the production shape of `deploy/` on loopback, and the
 //! cluster suite against it. Started by `cargo xtask cluster`, which builds
-//! the release binary and this one, installs the test tools and passes the
+//! the service's binary and this one, installs the test tools and passes the
 //! paths:
 //!
 //! ```text
-//! acdm-cluster up   --backend <release binary> --root <workspace> --work <folder> [--replicas N] [--set KEY=VALUE]…
-//! acdm-cluster test --backend <release binary> --root <workspace> --work <folder> [--replicas N] [--set KEY=VALUE]…
+//! acdm-cluster up   --backend <acdm-backend> --root <workspace> --work <folder> [--replicas N] [--set KEY=VALUE]…
+//! acdm-cluster test --backend <acdm-backend> --root <workspace> --work <folder> [--replicas N] [--set KEY=VALUE]…
 //! ```
 //!
 //! `up` starts the cluster ([`harness`]), prints its addresses and runs
