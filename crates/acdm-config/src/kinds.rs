@@ -297,6 +297,53 @@ impl Kind for Secret {
     }
 }
 
+/// A PEM file of certificate authorities, read and checked when the
+/// configuration is: a missing, unreadable or certificate-less file stops
+/// the start, naming the setting.
+pub(crate) struct CaFile;
+
+/// The certificates a [`CaFile`] setting names, and the file they came from.
+#[derive(Debug, Clone)]
+pub struct CaCertificates {
+    /// The file, as the setting gave it.
+    pub path: PathBuf,
+    /// Its certificates, DER-encoded.
+    pub der: Vec<Vec<u8>>,
+}
+
+/// The most a certificate file may hold: a bundle of every public root
+/// is about 200 KiB.
+const CA_FILE_MAX_BYTES: u64 = 4 << 20;
+
+impl Kind for CaFile {
+    type Value = CaCertificates;
+
+    fn parse(&self, text: &str) -> Result<CaCertificates, String> {
+        let path = PathBuf::from(text);
+        let size = std::fs::metadata(&path)
+            .map_err(|error| format!("cannot read `{text}`: {error}"))?
+            .len();
+        if size > CA_FILE_MAX_BYTES {
+            return Err(format!(
+                "`{text}` is {size} bytes; a certificate file holds at most {CA_FILE_MAX_BYTES}"
+            ));
+        }
+        let pem = std::fs::read(&path).map_err(|error| format!("cannot read `{text}`: {error}"))?;
+        let der = acdm_sources::http::root_certificates_from_pem(&pem)
+            .map_err(|problem| format!("`{text}` {problem}"))?;
+        Ok(CaCertificates { path, der })
+    }
+
+    fn show(&self, value: &CaCertificates) -> Json {
+        json!(format!(
+            "{} ({} certificate{})",
+            value.path.display(),
+            value.der.len(),
+            if value.der.len() == 1 { "" } else { "s" }
+        ))
+    }
+}
+
 /// `DATABASE_URL`: may carry a password, so it is a secret.
 pub(crate) struct DatabaseUrl;
 

@@ -36,10 +36,11 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
 use url::Url;
 
+pub use kinds::CaCertificates;
 use kinds::{
-    Address, Bool, Checked, Count, DatabaseUrl, Folder, Hosts, InstanceUrl, LogFilter, LogFormats,
-    Millis, Optional, Seconds, Secret, StorePath, Token, check_nextcloud_user, check_project_id,
-    number,
+    Address, Bool, CaFile, Checked, Count, DatabaseUrl, Folder, Hosts, InstanceUrl, LogFilter,
+    LogFormats, Millis, Optional, Seconds, Secret, StorePath, Token, check_nextcloud_user,
+    check_project_id, number,
 };
 pub use reader::Setting;
 use reader::{EnvironmentStrings, Reader};
@@ -229,6 +230,11 @@ settings! {
         /// (`.corp.example`), IP addresses, CIDR blocks (`10.0.0.0/8`) or `*` for all
         /// (`no_proxy` is read too and wins).
         no_proxy: Option<String> = "NO_PROXY", default "(unset)", Optional(Checked(check_no_proxy));
+        /// A PEM file of certificate authorities trusted for `https` GitLab and Nextcloud
+        /// instances besides the public ones (a company's own CA, or a TLS-inspecting proxy's);
+        /// read and checked at start. Unset: the public authorities only.
+        upstream_ca_file: Option<CaCertificates> = "ACDM_UPSTREAM_CA_FILE",
+            default "(unset)", Optional(CaFile);
         /// Deadline of a whole request to `/mcp` or `/agent-tools`, every upstream call it makes
         /// included (1–600). A caller that says how long it waits (`X-ACDM-Timeout-Ms`, which the
         /// harness client sends) is answered within nine tenths of that when it is less. Keep it
@@ -547,6 +553,11 @@ impl Config {
                     .map(|p| p.expose_secret().to_owned()),
                 no_proxy: self.no_proxy.clone(),
             },
+            extra_root_certificates: self
+                .upstream_ca_file
+                .as_ref()
+                .map(|file| file.der.clone())
+                .unwrap_or_default(),
             ..acdm_sources::http::HttpSettings::default()
         }
     }

@@ -361,6 +361,68 @@ fn the_egress_proxy_reaches_the_upstream_settings_and_the_lower_case_names_win()
     check_invalid(&[("no_proxy", "a,\nb")], "NO_PROXY");
 }
 
+#[test]
+fn a_certificate_authority_file_is_read_at_start_and_reaches_the_upstream_settings() {
+    const CA_PEM: &str = include_str!("../../acdm-sources/tests/contract/tls/ca.pem");
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    // Other PEM blocks (a key left in a bundle) are skipped.
+    let bundle = write(
+        "bundle.pem",
+        &format!("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n{CA_PEM}"),
+    );
+    let c = load(&[("ACDM_UPSTREAM_CA_FILE", &bundle)]).unwrap();
+    let der = c.upstream().extra_root_certificates;
+    assert_eq!(der.len(), 1);
+    assert_eq!(
+        der,
+        acdm_sources::http::root_certificates_from_pem(CA_PEM.as_bytes()).unwrap()
+    );
+    assert_eq!(
+        c.redacted()["ACDM_UPSTREAM_CA_FILE"],
+        format!("{bundle} (1 certificate)")
+    );
+    assert!(
+        load(&[])
+            .unwrap()
+            .upstream()
+            .extra_root_certificates
+            .is_empty()
+    );
+
+    // Each bad file stops the start, naming the setting and what is wrong.
+    let missing = dir.path().join("missing.pem");
+    let missing = missing.to_str().unwrap();
+    let empty = write("empty.pem", "no certificate here\n");
+    let not_a_certificate = write(
+        "garbage.pem",
+        "-----BEGIN CERTIFICATE-----\nAAAAAAAA\n-----END CERTIFICATE-----\n",
+    );
+    for (path, problem) in [
+        (missing, "cannot read"),
+        (
+            empty.as_str(),
+            "holds no `-----BEGIN CERTIFICATE-----` block",
+        ),
+        (
+            not_a_certificate.as_str(),
+            "certificate 1 is not a usable X.509 root certificate",
+        ),
+    ] {
+        let err = load(&[("ACDM_UPSTREAM_CA_FILE", path)]).unwrap_err();
+        let message = err
+            .problems
+            .iter()
+            .find(|p| p.starts_with("ACDM_UPSTREAM_CA_FILE"))
+            .unwrap_or_else(|| panic!("{path}: {err}"));
+        assert!(message.contains(problem), "{path}: {message}");
+    }
+}
+
 /// Whether `ACDM_UPDATE_DOCS` asks for `docs/config.md` to be rewritten.
 #[expect(
     clippy::disallowed_methods,

@@ -87,6 +87,36 @@ impl Default for HttpSettings {
     }
 }
 
+/// The certificates of a PEM file (`-----BEGIN CERTIFICATE-----` blocks;
+/// other blocks are skipped), as DER, each checked usable as a trust root:
+/// at least one, or what is wrong, in words an operator can act on.
+///
+/// # Errors
+///
+/// The text when the PEM is malformed, holds no certificate, or holds one
+/// that is not a usable root certificate.
+pub fn root_certificates_from_pem(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let mut certificates = Vec::new();
+    for (n, certificate) in CertificateDer::pem_slice_iter(pem).enumerate() {
+        let certificate = certificate
+            .map_err(|error| format!("certificate {} is not valid PEM ({error})", n + 1))?;
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(certificate.clone()).map_err(|_| {
+            format!(
+                "certificate {} is not a usable X.509 root certificate",
+                n + 1
+            )
+        })?;
+        certificates.push(certificate.to_vec());
+    }
+    if certificates.is_empty() {
+        return Err("holds no `-----BEGIN CERTIFICATE-----` block".to_owned());
+    }
+    Ok(certificates)
+}
+
 /// How long an idle connection is kept for the next request.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 

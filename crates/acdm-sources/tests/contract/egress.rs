@@ -24,6 +24,8 @@ use crate::harness::abs;
 /// certificate it signed with its key (DER; made once with openssl, valid
 /// for a century).
 const CA: &[u8] = include_bytes!("tls/ca.der");
+/// The same certificate as an operator's PEM file (`ACDM_UPSTREAM_CA_FILE`).
+const CA_PEM: &[u8] = include_bytes!("tls/ca.pem");
 const LEAF: &[u8] = include_bytes!("tls/leaf.der");
 const LEAF_KEY: &[u8] = include_bytes!("tls/leaf.key.der");
 
@@ -239,9 +241,12 @@ async fn https_tunnels_through_the_proxy_with_tls_end_to_end() {
     let upstream = Upstream::start(true, webdav).await;
     let proxy = ForwardProxy::start().await;
     let base = format!("https://localhost:{}/", upstream.addr.port());
+    // Trusted as an operator gives it: a PEM file.
+    let from_pem = acdm_sources::http::root_certificates_from_pem(CA_PEM).unwrap();
+    assert_eq!(from_pem, [CA.to_vec()]);
     let trusting = |proxy_settings| HttpSettings {
         proxy: proxy_settings,
-        extra_root_certificates: vec![CA.to_vec()],
+        extra_root_certificates: from_pem.clone(),
         ..HttpSettings::default()
     };
     let through = files(
