@@ -14,6 +14,11 @@
 use http::HeaderValue;
 use hyper_util::client::proxy::matcher::Matcher;
 
+/// The port of a proxy URL that names none, as curl takes it (not the
+/// scheme's 80: an `HTTPS_PROXY=proxy.corp` copied from a curl setup must
+/// reach the same proxy).
+const DEFAULT_PROXY_PORT: u16 = 1080;
+
 /// Where a host's connections go: the URL's scheme, host and port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Key {
@@ -154,7 +159,8 @@ impl Proxies {
         };
         let proxy = Target {
             host: host.to_owned(),
-            port: intercept.uri().port_u16().unwrap_or(80),
+            // No port: curl's default for a proxy, 1080.
+            port: intercept.uri().port_u16().unwrap_or(DEFAULT_PROXY_PORT),
         };
         let authorization = intercept.basic_auth().cloned();
         if key.tls {
@@ -232,6 +238,22 @@ mod tests {
             assert_eq!(forward(direct), None, "{direct}");
         }
         assert!(tunnel("notinternal.example").is_some());
+        // A proxy named without a port is on curl's default, 1080; one
+        // that names 80 is on 80.
+        let portless = proxies("proxy.corp", "http://tunnel.corp", "");
+        assert_eq!(
+            via(portless.route(&key(false, "cloud.example"))),
+            Some((false, "proxy.corp".to_owned(), 1080))
+        );
+        assert_eq!(
+            via(portless.route(&key(true, "gitlab.example"))),
+            Some((true, "tunnel.corp".to_owned(), 1080))
+        );
+        let on_80 = proxies("http://proxy.corp:80", "http://tunnel.corp:80", "");
+        assert_eq!(
+            via(on_80.route(&key(true, "gitlab.example"))),
+            Some((true, "tunnel.corp".to_owned(), 80))
+        );
         assert!(tunnel("192.168.1.8").is_some());
         assert!(tunnel("11.0.0.1").is_some());
         // `*` sends everything direct, names and addresses.
