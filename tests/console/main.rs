@@ -468,6 +468,18 @@ async fn the_attacks_a_console_invites_are_refused_or_escaped() {
     .await;
     assert_eq!(forged.status, 403, "{}", forged.body);
     assert!(forged.body.contains("security token"));
+    // The token given twice: the form cannot be read, and the answer says
+    // that (400), not that the token was wrong.
+    let twice = send_form(
+        &env,
+        &cookie,
+        "/console/kill-switch",
+        "csrf=forged&csrf=forged&writes=off&reason=x",
+        None,
+    )
+    .await;
+    assert_eq!(twice.status, 400, "{}", twice.body);
+    assert!(twice.body.contains("could not be read"), "{}", twice.body);
 
     // A form on another site posting to the console with the browser's
     // cookie: refused before anything is read.

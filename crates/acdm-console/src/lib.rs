@@ -256,10 +256,12 @@ async fn guard_inner(state: ConsoleState, mut req: Request, next: Next) -> Respo
         let Ok(bytes) = axum::body::to_bytes(body, 64 * 1024).await else {
             return refusal(StatusCode::PAYLOAD_TOO_LARGE, "This form is too large.");
         };
-        let token = read_form::<CsrfForm>(&bytes)
-            .ok()
-            .and_then(|form| form.csrf)
-            .unwrap_or_default();
+        // A form that cannot be read (a field given twice) is answered as
+        // such, not as a wrong token.
+        let token = match read_form::<CsrfForm>(&bytes) {
+            Ok(form) => form.csrf.unwrap_or_default(),
+            Err(_) => return unreadable_form(&Operator { session, csrf }),
+        };
         if !state.inner.key.csrf_matches(&session, &token) {
             return refusal(
                 StatusCode::FORBIDDEN,
