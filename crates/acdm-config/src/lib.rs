@@ -220,8 +220,8 @@ settings! {
         upstream_max_connections: usize = "ACDM_UPSTREAM_MAX_CONNECTIONS",
             default "32", Count(1..=1024);
         /// Egress proxy for `https` GitLab and Nextcloud instances:
-        /// `http://[user:password@]host[:port]` (port 1080 when not given, as curl takes it), asked
-        /// for a `CONNECT` tunnel. The lower-case
+        /// `http://[user:password@]host:port` (the port is required: clients disagree on its
+        /// default), asked for a `CONNECT` tunnel. The lower-case
         /// `https_proxy` is read too and wins. Unset: direct.
         https_proxy: Option<SecretString> = "HTTPS_PROXY", default "(unset)", Optional(Secret);
         /// Egress proxy for plain `http` GitLab and Nextcloud instances, same form (`http_proxy`

@@ -14,11 +14,6 @@
 use http::HeaderValue;
 use hyper_util::client::proxy::matcher::Matcher;
 
-/// The port of a proxy URL that names none, as curl takes it (not the
-/// scheme's 80: an `HTTPS_PROXY=proxy.corp` copied from a curl setup must
-/// reach the same proxy).
-const DEFAULT_PROXY_PORT: u16 = 1080;
-
 /// Where a host's connections go: the URL's scheme, host and port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Key {
@@ -111,6 +106,18 @@ fn checked(value: &str, name: &'static str) -> Result<String, String> {
     if url.host_str().is_none_or(str::is_empty) {
         return Err(format!("{name} names no proxy host"));
     }
+    // Clients disagree on a proxy's port when none is given (curl takes
+    // 1080, most others the scheme's 80): the operator says which.
+    if full
+        .parse::<http::Uri>()
+        .ok()
+        .and_then(|uri| uri.port_u16())
+        .is_none()
+    {
+        return Err(format!(
+            "{name} names no port: add it (`http://host:PORT`; curl would take 1080, most other clients 80)"
+        ));
+    }
     Ok(full)
 }
 
@@ -159,8 +166,8 @@ impl Proxies {
         };
         let proxy = Target {
             host: host.to_owned(),
-            // No port: curl's default for a proxy, 1080.
-            port: intercept.uri().port_u16().unwrap_or(DEFAULT_PROXY_PORT),
+            // Every proxy URL names its port (`checked`).
+            port: intercept.uri().port_u16().unwrap_or(80),
         };
         let authorization = intercept.basic_auth().cloned();
         if key.tls {
@@ -238,17 +245,7 @@ mod tests {
             assert_eq!(forward(direct), None, "{direct}");
         }
         assert!(tunnel("notinternal.example").is_some());
-        // A proxy named without a port is on curl's default, 1080; one
-        // that names 80 is on 80.
-        let portless = proxies("proxy.corp", "http://tunnel.corp", "");
-        assert_eq!(
-            via(portless.route(&key(false, "cloud.example"))),
-            Some((false, "proxy.corp".to_owned(), 1080))
-        );
-        assert_eq!(
-            via(portless.route(&key(true, "gitlab.example"))),
-            Some((true, "tunnel.corp".to_owned(), 1080))
-        );
+        // A proxy that names port 80 is on 80.
         let on_80 = proxies("http://proxy.corp:80", "http://tunnel.corp:80", "");
         assert_eq!(
             via(on_80.route(&key(true, "gitlab.example"))),
@@ -306,11 +303,15 @@ mod tests {
             "https://u:s3cret@proxy:443",
             "socks5://u:s3cret@proxy:1080",
             "http://u:s3cret@:8080",
+            "http://u:s3cret@proxy.corp",
+            "proxy.corp",
         ] {
             let error = refused(bad);
             assert!(error.contains("HTTP_PROXY"), "{error}");
             assert!(!error.contains("s3cret"), "{error}");
         }
+        // Without a port the proxy is refused, saying what to add.
+        assert!(refused("proxy.corp").contains("names no port"));
         assert!(Proxies::new(&ProxySettings::default()).unwrap().is_none());
         let blank = ProxySettings {
             http: Some("  ".to_owned()),
