@@ -319,16 +319,25 @@ impl Kind for CaFile {
     type Value = CaCertificates;
 
     fn parse(&self, text: &str) -> Result<CaCertificates, String> {
+        use std::io::Read as _;
         let path = PathBuf::from(text);
-        let size = std::fs::metadata(&path)
-            .map_err(|error| format!("cannot read `{text}`: {error}"))?
-            .len();
-        if size > CA_FILE_MAX_BYTES {
+        let unreadable = |error: std::io::Error| format!("cannot read `{text}`: {error}");
+        // Opened, then checked to be a regular file, then read within the
+        // bound: a FIFO, a device or a file that grows never holds the
+        // start up.
+        let file = std::fs::File::open(&path).map_err(unreadable)?;
+        if !file.metadata().map_err(unreadable)?.is_file() {
+            return Err(format!("`{text}` is not a regular file"));
+        }
+        let mut pem = Vec::new();
+        file.take(CA_FILE_MAX_BYTES + 1)
+            .read_to_end(&mut pem)
+            .map_err(unreadable)?;
+        if pem.len() as u64 > CA_FILE_MAX_BYTES {
             return Err(format!(
-                "`{text}` is {size} bytes; a certificate file holds at most {CA_FILE_MAX_BYTES}"
+                "`{text}` is larger than a certificate file may be ({CA_FILE_MAX_BYTES} bytes)"
             ));
         }
-        let pem = std::fs::read(&path).map_err(|error| format!("cannot read `{text}`: {error}"))?;
         let der = acdm_sources::http::root_certificates_from_pem(&pem)
             .map_err(|problem| format!("`{text}` {problem}"))?;
         Ok(CaCertificates { path, der })

@@ -402,8 +402,16 @@ fn a_certificate_authority_file_is_read_at_start_and_reaches_the_upstream_settin
         "garbage.pem",
         "-----BEGIN CERTIFICATE-----\nAAAAAAAA\n-----END CERTIFICATE-----\n",
     );
+    let oversized = write("huge.pem", &"x".repeat(4 * 1024 * 1024 + 1));
+    let folder = dir.path().to_str().unwrap();
     for (path, problem) in [
         (missing, "cannot read"),
+        (folder, "is not a regular file"),
+        ("/dev/zero", "is not a regular file"),
+        (
+            oversized.as_str(),
+            "is larger than a certificate file may be",
+        ),
         (
             empty.as_str(),
             "holds no `-----BEGIN CERTIFICATE-----` block",

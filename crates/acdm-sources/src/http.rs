@@ -100,8 +100,10 @@ pub fn root_certificates_from_pem(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
     use rustls::pki_types::pem::PemObject as _;
     let mut certificates = Vec::new();
     for (n, certificate) in CertificateDer::pem_slice_iter(pem).enumerate() {
-        let certificate = certificate
-            .map_err(|error| format!("certificate {} is not valid PEM ({error})", n + 1))?;
+        let certificate = certificate.map_err(|error| match n {
+            0 => format!("is not valid PEM ({error})"),
+            n => format!("is not valid PEM after its certificate {n} ({error})"),
+        })?;
         let mut roots = rustls::RootCertStore::empty();
         roots.add(certificate.clone()).map_err(|_| {
             format!(
