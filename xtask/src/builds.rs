@@ -1,13 +1,15 @@
 //! The builds the black-box steps run: the test suite's own, or the release.
 //!
-//! `cargo xtask integration`, `fuzz-api` and `cluster test` drive the
-//! binaries `cargo xtask test` already built. [`dev`] asks cargo for them
-//! as `cargo build --workspace --bins --tests`: with the test targets
+//! `cargo xtask integration`, `fuzz-api` and `cluster` drive the binaries
+//! `cargo xtask test` already built. [`Build::Dev`] asks cargo for them as
+//! `cargo build --workspace --bins --tests`: with the test targets
 //! selected, cargo resolves features as the test run does (dev-dependencies
-//! included), so after the suite it finds everything fresh. A plain
+//! included), so after the suite only the binaries no test needs
+//! (`acdm-cluster`, `xtask`) are compiled, in seconds. A plain
 //! `cargo build -p acdm-backend` resolves the binary's features alone, and
 //! rebuilt tokio and every crate above it a second time in each of those
-//! steps. The release build stays for what measures speed (`bench http`)
+//! steps. Run on a clean checkout, these commands build every test target
+//! first. The release build stays for what measures speed (`bench http`)
 //! and for `cluster --release`.
 
 use std::path::{Path, PathBuf};

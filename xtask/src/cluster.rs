@@ -14,10 +14,10 @@
 //! - `cargo xtask cluster test [N]`: the cluster suite against N replicas
 //!   (3 by default); prints its figures; exits 1 if a check failed.
 //!
-//! The replicas run the test suite's build ([`Build::Dev`]): the suite
-//! checks behaviour across replicas (propagation, deployment-wide limits,
-//! kill -9 and SIGTERM), not speed, and CI then builds nothing for it.
-//! `--release` runs the release binary instead, as production does.
+//! The replicas run the test suite's build ([`Build::Dev`]) unless
+//! `--release` asks for the release binary, the one that ships (CI runs
+//! the suite so: its fat-LTO build is then built and run somewhere). The
+//! harness is always the test suite's build: it only drives and checks.
 //!
 //! Arguments after `--` go to the harness (`--set KEY=VALUE` gives every
 //! replica a setting; `--postgres URL` another PostgreSQL server).
@@ -95,8 +95,15 @@ fn prepare(root: &Path, build: Build) -> Result<(PathBuf, PathBuf), String> {
     crate::setup::install(root)?;
     crate::setup::install_debian(&[crate::setup::NGINX])?;
     require_psql()?;
-    let folder = crate::builds::binaries(root, build, &["acdm-backend", "acdm-cluster"])?;
-    Ok((folder.join("acdm-backend"), folder.join("acdm-cluster")))
+    // The harness only drives and checks: the test suite's build.
+    let dev = crate::builds::binaries(root, Build::Dev, &[])?;
+    let backend = match build {
+        Build::Dev => dev.join("acdm-backend"),
+        Build::Release => {
+            crate::builds::binaries(root, Build::Release, &["acdm-backend"])?.join("acdm-backend")
+        }
+    };
+    Ok((backend, dev.join("acdm-cluster")))
 }
 
 /// Fails unless psql runs (the harness creates and drops its database with it).

@@ -178,7 +178,7 @@ impl Cluster {
         }
         if !spec.backend.is_file() {
             bail!(
-                "no backend binary at {} (cargo build --release -p acdm-backend)",
+                "no backend binary at {} (cargo xtask cluster builds it)",
                 spec.backend.display()
             );
         }

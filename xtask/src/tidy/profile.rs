@@ -2,8 +2,8 @@
 //!
 //! `[profile.dev.package."*"]` optimises every dependency, because the
 //! tests drive their requests through serde, tokio, rmcp and sqlx. Cargo
-//! applies that glob to build scripts, procedural macros and their own
-//! dependencies too (it outranks `build-override`). Optimising syn and the
+//! applies that glob to procedural macros and to what they and build
+//! scripts depend on too (it outranks `build-override`). Optimising syn and the
 //! derive macros was 271 of the 633 seconds of CPU a clean
 //! `cargo build -p acdm-backend` took (5 min 22 s on two cores; 3 min 4 s
 //! without), for nothing our programs ever run. So every
@@ -75,7 +75,7 @@ pub(super) fn violations(metadata: &Metadata, named: &BTreeSet<String>) -> Vec<S
     for name in build_time.difference(&named.iter().map(String::as_str).collect()) {
         violations.push(format!(
             "`{name}` only runs in the compiler (a procedural macro, a build script or one of \
-             their dependencies) and is built optimised: add `{name} = {{ opt-level = 0 }}` \
+             their dependencies) and is built optimised: give it `{name} = {{ opt-level = 0 }}` \
              under {TABLE} in Cargo.toml"
         ));
     }

@@ -528,11 +528,8 @@ mod detects {
             &names(&["cc", "serde_derive", "syn", "memchr", "tempfile"]),
         );
         assert_eq!(shared.len(), 2, "{shared:?}");
-        assert!(
-            shared
-                .iter()
-                .all(|v| v.contains("runs in our programs and tests too"))
-        );
+        assert!(shared[0].starts_with("`memchr` runs in our programs and tests too"));
+        assert!(shared[1].starts_with("`tempfile` runs in our programs and tests too"));
 
         let gone = profile::violations(&metadata, &names(&["cc", "serde_derive", "syn", "pear"]));
         assert_eq!(gone.len(), 1, "{gone:?}");
