@@ -205,6 +205,16 @@ impl Metadata {
     /// The resolved graph restricted to normal and build edges: package id
     /// to the ids it depends on. `None` if there is no `resolve` section.
     pub(crate) fn normal_and_build_edges(&self) -> Option<BTreeMap<String, Vec<String>>> {
+        self.edges_where(is_normal_or_build)
+    }
+
+    /// The resolved graph restricted to edges with a kind `keep` accepts
+    /// (`None` for normal, else `"build"` or `"dev"`): package id to the
+    /// ids it depends on. `None` if there is no `resolve` section.
+    pub(crate) fn edges_where(
+        &self,
+        keep: impl Fn(Option<&str>) -> bool,
+    ) -> Option<BTreeMap<String, Vec<String>>> {
         let resolve = self.resolve.as_ref()?;
         let edges = resolve
             .nodes
@@ -213,11 +223,7 @@ impl Metadata {
                 let deps = node
                     .deps
                     .iter()
-                    .filter(|dep| {
-                        dep.dep_kinds
-                            .iter()
-                            .any(|kind| is_normal_or_build(kind.kind.as_deref()))
-                    })
+                    .filter(|dep| dep.dep_kinds.iter().any(|kind| keep(kind.kind.as_deref())))
                     .map(|dep| dep.pkg.clone())
                     .collect();
                 (node.id.clone(), deps)

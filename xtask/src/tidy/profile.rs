@@ -97,7 +97,7 @@ pub(super) fn violations(metadata: &Metadata, named: &BTreeSet<String>) -> Vec<S
 /// The names of the packages our programs run, and of those only the
 /// compiler runs; `None` without a resolved graph.
 fn split(metadata: &Metadata) -> Option<(BTreeSet<&str>, BTreeSet<&str>)> {
-    let resolve = metadata.resolve.as_ref()?;
+    let edges = metadata.edges_where(|kind| matches!(kind, None | Some("dev")))?;
     let names = metadata.names_by_id();
     let proc_macros: BTreeSet<&str> = metadata
         .packages
@@ -115,16 +115,9 @@ fn split(metadata: &Metadata) -> Option<(BTreeSet<&str>, BTreeSet<&str>)> {
         if !reached.insert(id) {
             continue;
         }
-        let Some(node) = resolve.nodes.iter().find(|node| node.id == id) else {
-            continue;
-        };
-        for dep in &node.deps {
-            let runs = dep
-                .dep_kinds
-                .iter()
-                .any(|kind| matches!(kind.kind.as_deref(), None | Some("dev")));
-            if runs && !proc_macros.contains(dep.pkg.as_str()) {
-                stack.push(dep.pkg.as_str());
+        for dep in edges.get(id).into_iter().flatten() {
+            if !proc_macros.contains(dep.as_str()) {
+                stack.push(dep.as_str());
             }
         }
     }
@@ -132,10 +125,9 @@ fn split(metadata: &Metadata) -> Option<(BTreeSet<&str>, BTreeSet<&str>)> {
         .iter()
         .filter_map(|id| names.get(id).copied())
         .collect();
-    let build_time = resolve
-        .nodes
-        .iter()
-        .filter_map(|node| names.get(node.id.as_str()).copied())
+    let build_time = edges
+        .keys()
+        .filter_map(|id| names.get(id.as_str()).copied())
         .filter(|name| !run.contains(name))
         .collect();
     Some((run, build_time))
