@@ -43,11 +43,15 @@ use bytes::Bytes;
 pub use error::SourceError;
 pub use model::{
     ByteStream, ETag, Entry, EntryKind, FileHit, GitRef, Precondition, ReadRange, ReadStream,
-    WikiHit, WikiQuery, WikiSearch, WikiWindow, Window, WriteOutcome,
+    WikiBlob, WikiHead, WikiHit, WikiQuery, WikiSearch, WikiWindow, Window, WriteOutcome,
 };
 pub use unconfigured::Unconfigured;
 
-/// The wiki: readable by all, searched and read by path at a ref.
+/// The wiki: readable by all, searched and read by path at a ref, and
+/// listed at a commit so a copy can be kept in sync incrementally: `head`
+/// says whether anything changed, `tree` gives each file's blob id, and
+/// `read` at the commit (as a [`GitRef`]) fetches only the files whose id
+/// changed.
 #[async_trait]
 pub trait WikiSource: Send + Sync {
     /// `gitlab` or `local`, for health reports.
@@ -59,13 +63,27 @@ pub trait WikiSource: Send + Sync {
     /// Searches file names and contents; file-name matches first.
     async fn search(&self, query: &WikiQuery) -> Result<WikiSearch, SourceError>;
 
-    /// Reads a window of a file at `git_ref` (the default branch when `None`).
+    /// Reads a window of a file at `git_ref` (the default branch when `None`;
+    /// a commit [`WikiSource::head`] returned is a ref too).
     async fn read(
         &self,
         path: &RelPath,
         git_ref: Option<&GitRef>,
         range: ReadRange,
     ) -> Result<WikiWindow, SourceError>;
+
+    /// The commit the default ref points at now: cheap, one request;
+    /// changes whenever anything in the wiki changes. A default ref that is
+    /// not a branch is `NotFound`.
+    async fn head(&self) -> Result<WikiHead, SourceError>;
+
+    /// Every file (blob) of the tree at `commit` (as [`WikiSource::head`]
+    /// returned it), recursively, with its blob id, sorted by path; folders
+    /// are left out, and so are paths that are not valid [`RelPath`]s
+    /// (they could not be read either). An unknown commit is `NotFound`; a
+    /// tree of more than 100,000 files is refused (`InvalidResponse`)
+    /// rather than cut short.
+    async fn tree(&self, commit: &str) -> Result<Vec<WikiBlob>, SourceError>;
 }
 
 /// Reading project files, with WebDAV semantics on every implementation.

@@ -397,6 +397,40 @@ pub struct WikiWindow {
     pub window: Window,
 }
 
+/// The most files [`crate::WikiSource::tree`] lists: a larger tree is
+/// refused rather than cut short (a sync that saw part of the tree would
+/// drop the rest).
+pub(crate) const MAX_TREE_FILES: usize = 100_000;
+
+/// Where the wiki's default ref points now: what [`crate::WikiSource::head`]
+/// answers. The commit changes whenever anything in the wiki changes, so a
+/// copy kept in sync compares it first and asks for the tree only when it
+/// moved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WikiHead {
+    /// The commit id (a full SHA on GitLab; a digest of the files on the
+    /// local wiki): pass it to [`crate::WikiSource::tree`], and as a
+    /// [`GitRef`] to [`crate::WikiSource::read`].
+    pub commit: String,
+    /// The ref it was read from (the configured default branch).
+    pub ref_name: GitRef,
+    /// When that commit was made (GitLab's `committed_date`; the newest
+    /// modification time on the local wiki), when known.
+    pub committed_at: Option<DateTime<Utc>>,
+}
+
+/// One file of the wiki's tree at a commit, as
+/// [`crate::WikiSource::tree`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct WikiBlob {
+    /// Path in the repository.
+    pub path: RelPath,
+    /// The version of the file: git's blob id on GitLab (equal ids, equal
+    /// bytes); on the local wiki a digest of the file's path and metadata.
+    /// The file changed when its id did.
+    pub blob_id: String,
+}
+
 /// One file-search hit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileHit {
@@ -451,6 +485,9 @@ mod tests {
             "v1.2.3",
             "0a1b2c3d",
             "feature_x-y",
+            // A full commit SHA (SHA-1 and SHA-256): reads at a commit.
+            "7b5c3cc8be40ee161ae89a06bba6229da1032a0c",
+            "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
         ] {
             assert!(GitRef::parse(ok).is_ok(), "{ok}");
         }

@@ -9,7 +9,8 @@ use bytes::Bytes;
 
 use crate::{
     Entry, FileHit, FileReader, FileSearch, FileWriter, GitRef, Precondition, ReadRange,
-    ReadStream, SourceError, WikiQuery, WikiSearch, WikiSource, WikiWindow, WriteOutcome,
+    ReadStream, SourceError, WikiBlob, WikiHead, WikiQuery, WikiSearch, WikiSource, WikiWindow,
+    WriteOutcome,
 };
 
 /// The missing source, with what to configure.
@@ -50,6 +51,12 @@ impl WikiSource for Unconfigured {
         _git_ref: Option<&GitRef>,
         _range: ReadRange,
     ) -> Result<WikiWindow, SourceError> {
+        self.error()
+    }
+    async fn head(&self) -> Result<WikiHead, SourceError> {
+        self.error()
+    }
+    async fn tree(&self, _commit: &str) -> Result<Vec<WikiBlob>, SourceError> {
         self.error()
     }
 }

@@ -14,6 +14,7 @@
     reason = "test support: a broken test environment must fail the test loudly"
 )]
 
+pub mod gitlab;
 pub mod logs;
 pub mod loopback;
 pub mod proxy;

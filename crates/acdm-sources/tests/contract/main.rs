@@ -14,9 +14,9 @@
 mod egress;
 mod faults;
 mod files;
-mod gitlab_double;
 mod harness;
 mod ocs_double;
 mod recording;
 mod search;
+mod sync;
 mod wiki;

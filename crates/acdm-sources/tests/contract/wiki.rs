@@ -14,8 +14,8 @@ use acdm_sources::local::LocalWiki;
 use acdm_sources::{GitRef, ReadRange, SourceError, WikiHit, WikiQuery, WikiSource};
 use secrecy::SecretString;
 
-use crate::gitlab_double::{GitLabDouble, Mode};
 use crate::harness::test_http;
+use acdm_test_support::gitlab::{GitLabDouble, Mode};
 
 const TOKEN: &str = "glpat-valid-test-token";
 
