@@ -18,6 +18,13 @@
 //!   for `cargo xtask fuzz-api`;
 //! - Debian's `chromium` and `chromium-driver` for the console's browser
 //!   suite (`tests/console`), the same way. Never a browser download.
+//! - Debian's `poppler-utils` (`pdftotext`, which acdm-extract runs on
+//!   PDFs) and `poppler-data` (its CMaps for Chinese fonts), the same way;
+//! - python-docx, openpyxl, python-pptx, odfpy and reportlab (pinned) in
+//!   the same venv, which write the documents acdm-extract's tests read
+//!   (`xtask/fixtures/make_documents.py`) into
+//!   `.test-tools/fixtures/documents/`, again whenever the script or a
+//!   pin changes.
 //!
 //! Idempotent: a tool already at the pinned version is left alone.
 //! `cargo xtask test` runs this first and carries on without the tools when
@@ -40,9 +47,17 @@ const MCP_SDK_VERSION: &str = "1.30.0";
 const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 const SCHEMATHESIS_VERSION: &str = "4.32.5";
 const SPEC_VALIDATOR: &str = "openapi-spec-validator==0.7.2";
+/// What writes acdm-extract's test documents, pinned: (package, version).
+const DOCUMENT_MAKERS: [(&str, &str); 5] = [
+    ("python-docx", "1.2.0"),
+    ("openpyxl", "3.1.5"),
+    ("python-pptx", "1.0.2"),
+    ("odfpy", "1.4.1"),
+    ("reportlab", "5.1.0"),
+];
 
 /// pip's arguments: not `--quiet`, so what it downloads and builds shows.
-const PIP_INSTALL: [&str; 7] = [
+const PIP_INSTALL: [&str; 12] = [
     "install",
     "--disable-pip-version-check",
     WSGIDAV,
@@ -50,7 +65,15 @@ const PIP_INSTALL: [&str; 7] = [
     MCP_SDK,
     SCHEMATHESIS,
     SPEC_VALIDATOR,
+    "python-docx==1.2.0",
+    "openpyxl==3.1.5",
+    "python-pptx==1.0.2",
+    "odfpy==1.4.1",
+    "reportlab==5.1.0",
 ];
+
+/// The script that writes acdm-extract's test documents, from the root.
+const DOCUMENTS_SCRIPT: &str = "xtask/fixtures/make_documents.py";
 
 /// Where the venv lives.
 pub(crate) fn venv_dir(root: &Path) -> PathBuf {
@@ -97,6 +120,9 @@ pub(crate) fn install(root: &Path) -> Result<(), String> {
     if let Err(error) = install_browser() {
         eprintln!("setup: {error}");
     }
+    if let Err(error) = install_debian(&[POPPLER, POPPLER_DATA]) {
+        eprintln!("setup: {error}");
+    }
     let venv = venv_dir(root);
     let wsgidav = venv.join("bin").join("wsgidav");
     let venv_python = venv.join("bin").join("python");
@@ -106,13 +132,16 @@ pub(crate) fn install(root: &Path) -> Result<(), String> {
             && package_version(&venv_python, "schemathesis").as_deref()
                 == Some(SCHEMATHESIS_VERSION)
             && package_version(&venv_python, "openapi-spec-validator").is_some()
+            && DOCUMENT_MAKERS.iter().all(|(package, version)| {
+                package_version(&venv_python, package).as_deref() == Some(*version)
+            })
     };
     if wsgidav_ok() && sdk_ok() {
         println!(
             "setup: wsgidav {WSGIDAV_VERSION}, mcp {MCP_SDK_VERSION} and schemathesis {SCHEMATHESIS_VERSION} are installed in {}",
             venv.display()
         );
-        return Ok(());
+        return make_documents(root, &venv_python);
     }
     let python = ["python3", "python"]
         .into_iter()
@@ -162,7 +191,54 @@ pub(crate) fn install(root: &Path) -> Result<(), String> {
     println!(
         "setup: wsgidav {WSGIDAV_VERSION}, mcp {MCP_SDK_VERSION} and schemathesis {SCHEMATHESIS_VERSION} ready"
     );
-    Ok(())
+    make_documents(root, &venv_python)
+}
+
+/// Writes acdm-extract's test documents with the venv's `python` into
+/// `.test-tools/fixtures/documents/`, unless they were written by this
+/// very script with these very pins (a copy of both is kept beside them).
+fn make_documents(root: &Path, python: &Path) -> Result<(), String> {
+    let script = root.join(DOCUMENTS_SCRIPT);
+    let out = root.join(".test-tools").join("fixtures").join("documents");
+    let stamp_path = out.join(".made-by");
+    let source = std::fs::read_to_string(&script)
+        .map_err(|e| format!("cannot read {}: {e}", script.display()))?;
+    let pins: Vec<String> = DOCUMENT_MAKERS
+        .iter()
+        .map(|(package, version)| format!("# {package}=={version}"))
+        .collect();
+    let stamp = format!("{}\n{source}", pins.join("\n"));
+    if std::fs::read_to_string(&stamp_path).is_ok_and(|made| made == stamp)
+        && out.join("manifest.json").is_file()
+    {
+        println!(
+            "setup: the test documents are up to date in {}",
+            out.display()
+        );
+        return Ok(());
+    }
+    if out.exists() {
+        std::fs::remove_dir_all(&out)
+            .map_err(|e| format!("cannot clear {}: {e}", out.display()))?;
+    }
+    println!(
+        "$ {} {} {}",
+        python.display(),
+        script.display(),
+        out.display()
+    );
+    let made = Command::new(python)
+        .arg(&script)
+        .arg(&out)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    if !made.success() {
+        return Err(format!(
+            "{DOCUMENTS_SCRIPT} failed to write the test documents"
+        ));
+    }
+    std::fs::write(&stamp_path, stamp)
+        .map_err(|e| format!("cannot write {}: {e}", stamp_path.display()))
 }
 
 /// A program of Debian's that the cluster, the HTTP bench or the console tests run.
@@ -227,6 +303,23 @@ pub(crate) const WRK: DebianPackage = DebianPackage {
     name: "wrk",
     role: "the HTTP bench's load generator",
     present: Presence::Starts("wrk", &["-v"]),
+};
+
+/// poppler's pdftotext: acdm-extract reads PDFs with it (its tests check
+/// Chinese text through it).
+pub(crate) const POPPLER: DebianPackage = DebianPackage {
+    name: "poppler-utils",
+    role: "pdftotext, which acdm-extract runs on PDFs",
+    present: Presence::Starts("pdftotext", &["-v"]),
+};
+
+/// poppler's CMaps for CJK fonts (a recommendation apt leaves out with
+/// `--no-install-recommends`): without them pdftotext loses the text of
+/// Chinese PDFs whose fonts use predefined CMaps.
+pub(crate) const POPPLER_DATA: DebianPackage = DebianPackage {
+    name: "poppler-data",
+    role: "pdftotext's CMaps for Chinese, Japanese and Korean fonts",
+    present: Presence::File("/usr/share/poppler/cMap/Adobe-GB1/UniGB-UCS2-H"),
 };
 
 /// Everything `cargo xtask setup` installs from Debian.
@@ -322,7 +415,18 @@ fn version_of(program: &Path) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::PIP_INSTALL;
+    use super::{DOCUMENT_MAKERS, PIP_INSTALL};
+
+    #[test]
+    fn pip_installs_the_pinned_document_makers() {
+        for (package, version) in DOCUMENT_MAKERS {
+            let pin = format!("{package}=={version}");
+            assert!(
+                PIP_INSTALL.contains(&pin.as_str()),
+                "{pin} not in {PIP_INSTALL:?}"
+            );
+        }
+    }
 
     #[test]
     fn pip_shows_what_it_installs() {
