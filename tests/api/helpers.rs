@@ -61,6 +61,16 @@ pub(crate) fn test_config(options: &Options, data_dir: &std::path::Path) -> Conf
         ("ACDM_BFF_WRITE_RATE_PER_MINUTE".into(), "0".into()),
         ("ACDM_MCP_TOOL_RATE_PER_MINUTE".into(), "0".into()),
         ("ACDM_SHUTDOWN_PRESTOP_SECONDS".into(), "0".into()),
+        // The content index is off (searches are the upstreams'), as the
+        // suites of the upstream search expect; the knowledge suite turns it
+        // on and refreshes it itself.
+        ("ACDM_SEARCH_REFRESH_SECONDS".into(), "0".into()),
+        // Documents are extracted by the service's binary (the test
+        // program cannot run its `extract` command).
+        (
+            "ACDM_EXTRACT_PROGRAM".into(),
+            env!("CARGO_BIN_EXE_acdm-backend").into(),
+        ),
     ];
     if let Some(token) = options.service_token {
         env.push(("ACDM_MCP_SERVICE_TOKEN".into(), token.into()));
@@ -285,7 +295,7 @@ pub(crate) async fn app_state(options: &Options) -> (AppState, tempfile::TempDir
     let config = test_config(options, dir.path());
     let store = acdm_backend::app::open_store(&config).await.unwrap();
     let sources = acdm_backend::app::build_sources(&config).unwrap();
-    (AppState::new(&config, store, sources), dir)
+    (AppState::new(&config, store, sources).unwrap(), dir)
 }
 
 /// Sends `request` to `router` in process: the status, headers and body

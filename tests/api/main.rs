@@ -23,6 +23,7 @@ mod gate;
 mod health;
 mod helpers;
 mod import;
+mod knowledge;
 mod lifecycle;
 mod logs;
 mod mcp;

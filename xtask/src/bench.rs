@@ -10,6 +10,13 @@
 //!   realistic project, `get_meeting` against a small nc `read` and the
 //!   project `overview` against `list_mounts`, on SQLite and, with
 //!   `ACDM_BENCH_DATABASE_URL`, on PostgreSQL in the same run.
+//! - `search`: the content index over a generated corpus of 10,000 project
+//!   files (one in ten a real document: docx, xlsx, pptx, odt, pdf, html)
+//!   in the local file store, through the service's knowledge layer: the
+//!   first build's time and the index's size, a refresh with nothing
+//!   changed and one with 1 % changed (time, listings, downloads), query
+//!   p50/p99 and the process's resident memory (`--docs`, `--queries`
+//!   after `--`).
 //! - `http`: the release binary on loopback against a real upstream
 //!   (Debian's nginx serving GitLab's and Nextcloud's wire formats), next
 //!   to an nginx one-hop proxy as the floor, driven by wrk at C=16, 32,
@@ -43,6 +50,10 @@ const SUITES: &[(&str, &[&str])] = &[
     ),
     ("mcp", &["bench", "-p", "acdm-backend", "--bench", "mcp"]),
     ("bff", &["bench", "-p", "acdm-backend", "--bench", "bff"]),
+    (
+        "search",
+        &["bench", "-p", "acdm-backend", "--bench", "search"],
+    ),
 ];
 
 /// Entry point for `cargo xtask bench [suite]` and `cargo xtask bench http [ARGS]`.

@@ -30,10 +30,29 @@ const ALLOWED_EDGES: &[(&str, &[&str])] = &[
     ("acdm-sources", &["acdm-core"]),
     ("acdm-store", &["acdm-core"]),
     ("acdm-journal", &["acdm-core", "acdm-sources", "acdm-store"]),
-    ("acdm-mcp", &["acdm-core", "acdm-sources"]),
+    // Documents as text: no workspace crate (bytes in, Markdown out, in a
+    // child process of its own).
+    ("acdm-extract", &[]),
+    // The content index: text in, ranked hits out; no upstream, no IO but
+    // its own folder.
+    ("acdm-index", &[]),
+    // The knowledge layer: documents as text and the index kept in sync
+    // with the sources (the provisioned folders come through a trait, so
+    // no database).
+    (
+        "acdm-knowledge",
+        &["acdm-core", "acdm-sources", "acdm-extract", "acdm-index"],
+    ),
+    ("acdm-mcp", &["acdm-core", "acdm-sources", "acdm-knowledge"]),
     (
         "acdm-bff",
-        &["acdm-core", "acdm-sources", "acdm-store", "acdm-journal"],
+        &[
+            "acdm-core",
+            "acdm-sources",
+            "acdm-store",
+            "acdm-journal",
+            "acdm-knowledge",
+        ],
     ),
     // The operator console: HTML over the same layers as the operator API
     // (it reuses the BFF's kill switch and OpenAPI document).
@@ -91,6 +110,9 @@ const ALLOWED_EDGES: &[(&str, &[&str])] = &[
             "acdm-sources",
             "acdm-store",
             "acdm-journal",
+            "acdm-extract",
+            "acdm-index",
+            "acdm-knowledge",
             "acdm-mcp",
             "acdm-bff",
             "acdm-console",
@@ -159,7 +181,26 @@ const HARNESS_CLIENT_RULE: ForbiddenRule = ForbiddenRule {
 
 /// The rest of the table: each crate's absences, as docs/architecture.md
 /// states them.
-const LAYER_RULES: [ForbiddenRule; 5] = [
+const LAYER_RULES: [ForbiddenRule; 7] = [
+    // acdm-index: text in, ranked hits out — no runtime, HTTP, MCP or
+    // database.
+    ForbiddenRule {
+        root: "acdm-index",
+        names: &["axum", "axum-core", "hyper", "reqwest", "rmcp", "tokio"],
+        prefixes: &["sqlx"],
+        other_members: true,
+        direct: &[],
+    },
+    // acdm-knowledge: over the sources, the extraction pool and the index;
+    // no HTTP server, MCP or database (the provisioned folders come
+    // through a trait).
+    ForbiddenRule {
+        root: "acdm-knowledge",
+        names: &["axum", "axum-core", "rmcp", "acdm-store"],
+        prefixes: &["sqlx"],
+        other_members: false,
+        direct: &[],
+    },
     // acdm-sources knows nothing of the HTTP server, MCP or the database.
     ForbiddenRule {
         root: "acdm-sources",

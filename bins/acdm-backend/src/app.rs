@@ -16,7 +16,12 @@ use acdm_bff::project::ProjectState;
 use acdm_bff::switch::KillSwitch;
 use acdm_core::limit::RateLimiter;
 use acdm_core::{ErrorCode, ScopeResolver, SharedToken};
+use acdm_extract::{Extractor, ExtractorConfig, Limits as ExtractLimits};
+use acdm_index::IndexError;
 use acdm_journal::{Journal, Settled};
+use acdm_knowledge::{
+    Knowledge, KnowledgeError, KnowledgeSettings, KnowledgeSources, ProjectFolders,
+};
 use acdm_mcp::{McpMetrics, McpSettings, ReadLimits, ToolLimits};
 use acdm_sources::gitlab::{GitLabConfig, GitLabWiki};
 use acdm_sources::http::HttpClient;
@@ -33,6 +38,9 @@ use axum::extract::State;
 use axum::response::IntoResponse;
 use axum::response::Response;
 use axum::routing::get;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
@@ -62,6 +70,7 @@ pub struct AppState {
     pub metrics: Arc<Registry>,
     mcp_metrics: McpMetrics,
     http_metrics: http::HttpMetrics,
+    index_metrics: IndexMetrics,
     mcp: McpSettings,
     /// The database.
     pub store: Store,
@@ -87,11 +96,110 @@ pub struct AppState {
     admin: Option<AdminState>,
     console: Option<acdm_console::ConsoleState>,
     max_request_bytes: usize,
+    /// Documents as text and the content index.
+    pub knowledge: Knowledge,
 }
+
+/// The provisioned folders the content index covers: every project's
+/// mounts, from the database.
+struct StoreFolders(Store);
+
+#[async_trait::async_trait]
+impl ProjectFolders for StoreFolders {
+    async fn roots(&self) -> Result<Vec<acdm_core::AbsPath>, KnowledgeError> {
+        self.0
+            .mount_roots()
+            .await
+            .map_err(|e| KnowledgeError::Folders(e.to_string()))
+    }
+}
+
+/// The extraction pool for `config`: children of this binary (or of
+/// `ACDM_EXTRACT_PROGRAM`) run with `extract`.
+fn extractor(config: &Config) -> anyhow::Result<Extractor> {
+    let program = match &config.extract_program {
+        Some(program) => program.clone(),
+        None => std::env::current_exe()
+            .context("cannot tell where this binary is, to run its `extract` command (set ACDM_EXTRACT_PROGRAM)")?,
+    };
+    let limits = ExtractLimits {
+        max_input_bytes: config.extract_max_file_bytes,
+        max_output_bytes: config.extract_max_text_bytes,
+        cpu_seconds: config.extract_timeout.as_secs(),
+        wall_seconds: config.extract_timeout.as_secs(),
+        memory_bytes: config.extract_memory_mib.saturating_mul(1 << 20),
+        ..ExtractLimits::default()
+    };
+    Ok(Extractor::new(ExtractorConfig {
+        program,
+        args: vec!["extract".into()],
+        processes: config.extract_processes,
+        limits,
+        cache_bytes: config.extract_cache_bytes,
+    }))
+}
+
+/// Documents as text and the content index for `config`, in
+/// `ACDM_SEARCH_INDEX_DIR` (or `<ACDM_DATA_DIR>/search-index`).
+fn knowledge(config: &Config, store: &Store, sources: &Sources) -> anyhow::Result<Knowledge> {
+    let base = config
+        .search_index_dir
+        .clone()
+        .unwrap_or_else(|| config.data_dir.join("search-index"));
+    let extractor = extractor(config)?;
+    // Each server keeps an index of its own: servers sharing a data folder
+    // (replicas on one host) take the first folder no other holds —
+    // `search-index`, then `search-index-1`, … — and a restarted server
+    // finds its old one again.
+    let mut slot = 0;
+    loop {
+        let index_dir = match slot {
+            0 => base.clone(),
+            n => {
+                let mut name = base.file_name().unwrap_or_default().to_owned();
+                name.push(format!("-{n}"));
+                base.with_file_name(name)
+            }
+        };
+        let opened = Knowledge::open(
+            &KnowledgeSettings {
+                index_dir: Some(index_dir.clone()),
+                refresh_every: config.search_refresh,
+                max_file_bytes: config.extract_max_file_bytes,
+            },
+            KnowledgeSources {
+                wiki: sources.wiki.clone(),
+                files: sources.files.clone(),
+                files_base: config.files_base.clone(),
+                // Nextcloud propagates a change to every parent folder's
+                // etag; a local folder's etag is its own modification time.
+                folder_etags_cover_subtree: sources.files.kind() == "nextcloud",
+            },
+            extractor.clone(),
+            Arc::new(StoreFolders(store.clone())),
+        );
+        match opened {
+            Err(KnowledgeError::Index(IndexError::Locked(_))) if slot < MAX_INDEX_SLOTS => {
+                slot += 1;
+            }
+            other => {
+                return other.with_context(|| {
+                    format!(
+                        "cannot open the content index in {} (ACDM_SEARCH_INDEX_DIR)",
+                        index_dir.display()
+                    )
+                });
+            }
+        }
+    }
+}
+
+/// Servers sharing one data folder that each get an index of their own.
+const MAX_INDEX_SLOTS: usize = 64;
 
 impl AppState {
     /// The state for `config` over an open, migrated `store` and `sources`.
-    pub fn new(config: &Config, store: Store, sources: ServiceSources) -> Self {
+    pub fn new(config: &Config, store: Store, sources: ServiceSources) -> anyhow::Result<Self> {
         let resolver = Arc::new(ScopeResolver::new(
             Arc::new(store.clone()),
             config.scope_cache_ttl,
@@ -103,6 +211,7 @@ impl AppState {
             config.files_base.clone(),
         );
         let sources = sources.knowledge();
+        let knowledge = knowledge(config, &store, &sources)?;
         let kill_switch = KillSwitch::new(config.nc_writes_enabled);
         let read_max = config.mcp_max_read_bytes;
         let nc = NcState::new(
@@ -114,6 +223,7 @@ impl AppState {
                 max_read_bytes: read_max,
                 ..NcLimits::default()
             },
+            Some(knowledge.clone()),
         );
         let business = BusinessState::new(journal.clone(), kill_switch.clone());
         let project = ProjectState::new(journal.clone(), kill_switch.clone());
@@ -146,6 +256,7 @@ impl AppState {
         let mut registry = Registry::default();
         let mcp_metrics = McpMetrics::register(&mut registry);
         let http_metrics = http::HttpMetrics::register(&mut registry);
+        let index_metrics = IndexMetrics::register(&mut registry);
         let mcp = McpSettings {
             allowed_hosts: config.mcp_allowed_hosts.clone(),
             sessions: config.mcp_sessions,
@@ -161,8 +272,9 @@ impl AppState {
                 limiter: limits.clone(),
                 per_tool: config.mcp_tool_rate(),
             },
+            knowledge: Some(knowledge.clone()),
         };
-        Self {
+        Ok(Self {
             shutdown,
             stopped,
             agent_limits: AgentLimits {
@@ -175,6 +287,7 @@ impl AppState {
                 request_timeout: config.request_timeout,
             },
             metrics: Arc::new(registry),
+            index_metrics,
             mcp_metrics,
             http_metrics,
             mcp,
@@ -192,7 +305,8 @@ impl AppState {
             admin,
             console,
             max_request_bytes: config.max_request_bytes,
-        }
+            knowledge,
+        })
     }
 }
 
@@ -239,7 +353,123 @@ fn adapter_routes(state: &AppState) -> Router {
 /// `GET /metrics`: Prometheus text exposition. Open like the probes: it
 /// holds counts by tool, outcome and surface only — no identities, paths
 /// or secrets.
-async fn metrics(State(registry): State<Arc<Registry>>) -> Response {
+/// What `/metrics` encodes: the registry, and the content index's figures
+/// copied into it at each scrape.
+#[derive(Clone)]
+struct MetricsState {
+    registry: Arc<Registry>,
+    index: IndexMetrics,
+    knowledge: Knowledge,
+}
+
+/// The content index and the extraction pool, per source and reason.
+#[derive(Clone, Default)]
+struct IndexMetrics {
+    documents: Family<SourceLabel, Gauge>,
+    built: Family<SourceLabel, Gauge>,
+    lag: Family<SourceLabel, Gauge>,
+    errors: Family<SourceLabel, Gauge>,
+    unreadable: Family<SourceLabel, Gauge>,
+    extractions: Gauge,
+    cache_hits: Gauge,
+    failures: Family<ReasonLabel, Gauge>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+impl IndexMetrics {
+    fn register(registry: &mut Registry) -> Self {
+        let this = Self::default();
+        registry.register(
+            "acdm_index_documents",
+            "Documents in the content index, by source (wiki, files)",
+            this.documents.clone(),
+        );
+        registry.register(
+            "acdm_index_built",
+            "1 once the source's first refresh went through (searches use the index), else 0",
+            this.built.clone(),
+        );
+        registry.register(
+            "acdm_index_lag_seconds",
+            "Seconds since the index last reflected the source (absent before the first refresh)",
+            this.lag.clone(),
+        );
+        registry.register(
+            "acdm_index_refresh_errors",
+            "Refreshes of the source that failed since the server started",
+            this.errors.clone(),
+        );
+        registry.register(
+            "acdm_index_unreadable_documents",
+            "Documents indexed by name only because their text could not be had (/mcp/health says which and why)",
+            this.unreadable.clone(),
+        );
+        registry.register(
+            "acdm_extract_children",
+            "Extraction child processes started since the server started",
+            this.extractions.clone(),
+        );
+        registry.register(
+            "acdm_extract_cache_hits",
+            "Documents' text answered from the extraction cache since the server started",
+            this.cache_hits.clone(),
+        );
+        registry.register(
+            "acdm_extract_failures",
+            "Documents that could not be turned into text since the server started, by reason",
+            this.failures.clone(),
+        );
+        this
+    }
+
+    async fn update(&self, knowledge: &Knowledge) {
+        let status = knowledge.status().await;
+        let now = chrono::Utc::now();
+        for (source, state) in [("wiki", &status.wiki), ("files", &status.files)] {
+            let label = SourceLabel { source };
+            let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+            self.documents
+                .get_or_create(&label)
+                .set(count(state.documents));
+            self.built.get_or_create(&label).set(i64::from(state.built));
+            self.errors.get_or_create(&label).set(count(state.errors));
+            self.unreadable
+                .get_or_create(&label)
+                .set(count(state.unreadable_count));
+            match state.lag_seconds(now) {
+                Some(lag) => {
+                    self.lag.get_or_create(&label).set(count(lag));
+                }
+                None => {
+                    self.lag.remove(&label);
+                }
+            }
+        }
+        let stats = knowledge.extractor().stats();
+        self.extractions
+            .set(i64::try_from(stats.extractions).unwrap_or(i64::MAX));
+        self.cache_hits
+            .set(i64::try_from(stats.cache_hits).unwrap_or(i64::MAX));
+        for (reason, n) in stats.failures {
+            self.failures
+                .get_or_create(&ReasonLabel { reason })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+}
+
+async fn metrics(State(state): State<MetricsState>) -> Response {
+    state.index.update(&state.knowledge).await;
+    let registry = state.registry;
     let mut text = String::new();
     match prometheus_client::encoding::text::encode(&mut text, &registry) {
         Ok(()) => {
@@ -280,7 +510,14 @@ pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
             "/readyz",
             get(health::readyz).with_state(state.readiness.clone()),
         )
-        .route("/metrics", get(metrics).with_state(state.metrics.clone()))
+        .route(
+            "/metrics",
+            get(metrics).with_state(MetricsState {
+                registry: state.metrics.clone(),
+                index: state.index_metrics.clone(),
+                knowledge: state.knowledge.clone(),
+            }),
+        )
         .route("/openapi.json", get(openapi))
         .route("/api-docs", get(acdm_console::api_docs::handler));
     if let Some(admin_state) = &state.admin {
@@ -334,7 +571,7 @@ impl Application {
             search = sources.search.kind(),
             "sources ready"
         );
-        let state = AppState::new(config, store.clone(), sources);
+        let state = AppState::new(config, store.clone(), sources)?;
         let shutdown = state.shutdown.clone();
         // Each runs once before the first request, then periodically. An
         // unreadable kill switch (migrations pending, database down) does
@@ -397,6 +634,10 @@ impl Application {
                 SweepRound(AttachmentSweep::new(state.business.clone(), SWEEP_BATCH)),
             )
             .await;
+        // The content index: a first refresh at once (searches fall back to
+        // the upstreams' until it is done), then every ACDM_SEARCH_REFRESH_SECONDS.
+        let knowledge = state.knowledge.clone();
+        periodic.spawn("content-index", move |stop| knowledge.run(stop));
         let listener = match server::bind(config.listen_addr) {
             Ok(listener) => listener,
             Err(error) => {

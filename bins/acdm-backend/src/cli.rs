@@ -42,6 +42,11 @@ pub enum Command {
     /// Validate the configuration, print it with secrets redacted, and check
     /// the database connection.
     CheckConfig,
+    /// Turn one document into text (the server runs this itself, in a
+    /// child process per document): a JSON header line and the bytes on
+    /// standard input, one JSON answer on standard output.
+    #[command(hide = true)]
+    Extract,
     /// The operator commands.
     #[command(flatten)]
     Operator(acdm_operator::commands::Command),
@@ -63,7 +68,9 @@ fn json(value: &impl serde::Serialize) -> anyhow::Result<()> {
 /// Runs an operator command (everything but `serve` and `demo`).
 pub async fn run_operator(command: Command, config: &Config) -> anyhow::Result<()> {
     match command {
-        Command::Serve | Command::Demo => anyhow::bail!("serve and demo are not operator commands"),
+        Command::Serve | Command::Demo | Command::Extract => {
+            anyhow::bail!("serve, demo and extract are not operator commands")
+        }
         Command::CheckConfig => {
             let store = acdm_store::Store::connect(&config.database())
                 .await

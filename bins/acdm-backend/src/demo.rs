@@ -64,6 +64,33 @@ const FILES: &[(&str, &str)] = embedded!(
     "files/budget/budget-2026.csv",
 );
 
+/// Project documents: (path under `files/`, bytes). Real files, written by
+/// python-docx, openpyxl and reportlab (`xtask/fixtures/make_documents.py`,
+/// the script that makes the test suite's document fixtures), so the
+/// README's first calls show documents searched and read as text.
+const DOCUMENTS: &[(&str, &[u8])] = &[
+    (
+        "files/meetings/2026-11-03-kickoff-minutes.docx",
+        include_bytes!("../demo/files/meetings/2026-11-03-kickoff-minutes.docx"),
+    ),
+    (
+        "files/meetings/2026-11-03-kickoff-minutes-zh.docx",
+        include_bytes!("../demo/files/meetings/2026-11-03-kickoff-minutes-zh.docx"),
+    ),
+    (
+        "files/budget/budget-2026.xlsx",
+        include_bytes!("../demo/files/budget/budget-2026.xlsx"),
+    ),
+    (
+        "files/reports/2026-Q3-report.pdf",
+        include_bytes!("../demo/files/reports/2026-Q3-report.pdf"),
+    ),
+    (
+        "files/reports/2026-Q3-report-zh.pdf",
+        include_bytes!("../demo/files/reports/2026-Q3-report-zh.pdf"),
+    ),
+];
+
 /// The file in the data dir that keeps the demo's tokens.
 pub const TOKENS_FILE: &str = "demo-tokens.env";
 
@@ -229,7 +256,7 @@ async fn seed(
     store: &LocalFileStore,
     base: &AbsPath,
     rel: &str,
-    content: &'static str,
+    content: &'static [u8],
 ) -> anyhow::Result<bool> {
     let path = acdm_core::RelPath::parse(rel)
         .map(|r| base.join(&r))
@@ -240,7 +267,7 @@ async fn seed(
     match store
         .write(
             &path,
-            Bytes::from_static(content.as_bytes()),
+            Bytes::from_static(content),
             &Precondition::CreateOnly,
         )
         .await
@@ -291,9 +318,13 @@ pub async fn prepare(config: &Config) -> anyhow::Result<AbsPath> {
     let mut added = 0;
     for (path, content) in WIKI {
         let rel = path.trim_start_matches("wiki/");
-        added += usize::from(seed(&wiki, &AbsPath::root(), rel, content).await?);
+        added += usize::from(seed(&wiki, &AbsPath::root(), rel, content.as_bytes()).await?);
     }
     for (path, content) in FILES {
+        let rel = path.trim_start_matches("files/");
+        added += usize::from(seed(&files, &project_folder, rel, content.as_bytes()).await?);
+    }
+    for (path, content) in DOCUMENTS {
         let rel = path.trim_start_matches("files/");
         added += usize::from(seed(&files, &project_folder, rel, content).await?);
     }
@@ -562,11 +593,16 @@ fn banner(address: &str, data_dir: &str, folder: &AbsPath, tokens: &Tokens<'_>) 
          The Knowledge MCP server (any MCP client, endpoint {base}/mcp, header X-ACDM-Service-Auth):\n\n\
          curl -s {base}/mcp -H \"X-ACDM-Service-Auth: $ACDM_MCP_SERVICE_TOKEN\" \\\n  \
          -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\\n  \
-         -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"acdm_search_nextcloud\",\"arguments\":{{\"project_name\":\"{NAME}\",\"query\":\"kickoff\"}}}}}}'\n\n\
+         -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"acdm_search_nextcloud\",\"arguments\":{{\"project_name\":\"{NAME}\",\"query\":\"budget approved\"}}}}}}'\n\n\
+         That searches the files' contents, Word, Excel and PDF documents included, best first\n\
+         (the content index is built in the first seconds after the start).\n\n\
          The Agent Tools BFF (the engine's harness client; the project comes from the agent's name):\n\n\
          curl -s {base}/agent-tools/nc/list -H \"X-ACDM-Service-Auth: $ACDM_MCP_SERVICE_TOKEN\" \\\n  \
          -H 'X-ACDM-User-Id: u-alice' -H 'X-ACDM-Agent-Name: project-alpha' -H 'X-ACDM-Thread-Id: demo-1' \\\n  \
          -H 'Content-Type: application/json' -d '{{\"rel_path\":\"meetings\"}}'\n\
+         curl -s {base}/agent-tools/nc/read -H \"X-ACDM-Service-Auth: $ACDM_MCP_SERVICE_TOKEN\" \\\n  \
+         -H 'X-ACDM-User-Id: u-alice' -H 'X-ACDM-Agent-Name: project-alpha' -H 'X-ACDM-Thread-Id: demo-1' \\\n  \
+         -H 'Content-Type: application/json' -d '{{\"rel_path\":\"budget/budget-2026.xlsx\"}}'    # a spreadsheet as Markdown tables\n\
          curl -s {base}/agent-tools/business/list_meetings -H \"X-ACDM-Service-Auth: $ACDM_MCP_SERVICE_TOKEN\" \\\n  \
          -H 'X-ACDM-User-Id: u-alice' -H 'X-ACDM-Agent-Name: project-alpha' -H 'X-ACDM-Thread-Id: demo-1' \\\n  \
          -H 'Content-Type: application/json' -d '{{}}'    # the meetings of the next 30 days\n\

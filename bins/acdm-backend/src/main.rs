@@ -16,9 +16,33 @@ use clap::Parser;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A document extraction child: no configuration, no logging, no
+    // runtime; bytes in on standard input, the text out on standard output,
+    // under limits it sets on itself first.
+    if matches!(cli.command, Some(Command::Extract)) {
+        return acdm_extract::child_main();
+    }
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run(cli)),
+        Err(error) => {
+            #[expect(
+                clippy::print_stderr,
+                reason = "logging is not set up without a runtime"
+            )]
+            {
+                eprintln!("error: cannot start the async runtime: {error}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> ExitCode {
     #[expect(
         clippy::disallowed_methods,
         reason = "the binary is the one place the service reads its environment"
@@ -65,6 +89,7 @@ async fn main() -> ExitCode {
     let result = match command {
         Command::Serve => acdm_backend::app::serve(&config, |_| {}).await,
         Command::Demo => acdm_backend::demo::run(&config).await,
+        Command::Extract => Ok(()),
         other => acdm_backend::cli::run_operator(other, &config).await,
     };
     match result {

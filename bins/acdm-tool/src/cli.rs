@@ -137,6 +137,9 @@ pub(crate) enum NcCommand {
         /// Most bytes to return (the server's default and cap apply).
         #[arg(long, value_name = "N")]
         max_bytes: Option<u64>,
+        /// A document's exact bytes instead of its text (`"as": "raw"`).
+        #[arg(long)]
+        raw: bool,
         #[command(flatten)]
         mount: MountArg,
     },

@@ -21,8 +21,8 @@ use acdm_core::business::wire::{
 };
 use acdm_core::identity::headers;
 use acdm_core::nc::{
-    DeleteData, DeleteRequest, Encoding, ListRequest, MoveRequest, ReadRequest, SearchRequest,
-    WriteRequest,
+    DeleteData, DeleteRequest, Encoding, ListRequest, MoveRequest, ReadAs, ReadRequest,
+    SearchRequest, WriteRequest,
 };
 use acdm_core::project::AdvanceMilestoneRequest;
 use acdm_core::{ErrorCode, Identity, IdentityError, ToolResponse};
@@ -285,12 +285,14 @@ fn call(command: NcCommand) -> Result<Call, String> {
             rel_path,
             offset,
             max_bytes,
+            raw,
             mount,
         } => Call::Read(ReadRequest {
             rel_path,
             mount: mount.mount,
             offset,
             max_bytes,
+            read_as: raw.then_some(ReadAs::Raw),
         }),
         NcCommand::Search {
             query,

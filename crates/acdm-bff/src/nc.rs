@@ -13,11 +13,12 @@ use acdm_core::domain::{DEFAULT_MOUNT, Mount};
 use acdm_core::events::{Actor, TRASH_FOLDER, trash_root};
 use acdm_core::nc::{
     DeleteData, DeleteRequest, Encoding, EntryInfo, HitInfo, ListData, ListMountsRequest,
-    ListRequest, MountInfo, MountsData, MoveData, MoveRequest, NcOp, PreviewEntry, ReadData,
-    ReadRequest, SearchData, SearchRequest, WriteData, WriteRequest,
+    ListRequest, MountInfo, MountsData, MoveData, MoveRequest, NcOp, PreviewEntry, ReadAs,
+    ReadData, ReadRequest, SearchData, SearchRequest, WriteData, WriteRequest,
 };
 use acdm_core::{AbsPath, ErrorCode, MountName, RelPath, ToolResponse};
 use acdm_journal::{Journal, JournalError, Record};
+use acdm_knowledge::{DocumentText, Knowledge, KnowledgeError};
 use acdm_sources::render::{past_the_end, render};
 use acdm_sources::{ETag, Entry, FileReader, FileSearch, ReadRange, SourceError};
 use acdm_store::Store;
@@ -81,6 +82,10 @@ struct NcFields {
     limits: NcLimits,
     /// The backend's trash folder under the files base.
     trash: AbsPath,
+    /// Documents as text and the content index (the service always has
+    /// them; without, documents are read as bytes and searches are the
+    /// store's own).
+    knowledge: Option<Knowledge>,
 }
 
 impl NcState {
@@ -91,8 +96,10 @@ impl NcState {
         search: Arc<dyn FileSearch>,
         switch: KillSwitch,
         limits: NcLimits,
+        knowledge: Option<Knowledge>,
     ) -> Self {
         Self(Arc::new(NcFields {
+            knowledge,
             store: journal.store().clone(),
             files: journal.files().clone(),
             trash: trash_root(journal.files_base()),
@@ -438,6 +445,25 @@ impl Ctx {
             ),
             other => self.source_failure(other, &mount, &shown()),
         };
+        if let Some(knowledge) = &self.state.knowledge
+            && body.read_as.unwrap_or_default() == ReadAs::Text
+        {
+            let document = knowledge.file_text(&abs).await.map_err(|e| match e {
+                KnowledgeError::Source(e) => failure(e),
+                KnowledgeError::Extract(e) => Failure::new(
+                    ErrorCode::DocumentUnreadable,
+                    format!(
+                        "`{}` could not be read as text ({}): {e}",
+                        shown(),
+                        e.reason()
+                    ),
+                ),
+                other => knowledge_failure(other),
+            })?;
+            if let Some(document) = document {
+                return self.read_document(&mount, &rel, &document, body.offset, len);
+            }
+        }
         let stream = self
             .state
             .files
@@ -474,6 +500,9 @@ impl Ctx {
                 encoding: rendered.encoding,
                 content: rendered.content,
                 size: window.size,
+                extracted_from: None,
+                extraction_notes: Vec::new(),
+                file_size: None,
                 etag: window.etag.as_ref().map(|e| e.value().to_owned()),
                 content_type: window.content_type,
                 offset: window.offset,
@@ -500,10 +529,49 @@ impl Ctx {
             None => self.mounts().await?,
         };
         let mut hits = Vec::new();
+        let mut total: Option<u64> = Some(0);
+        let mut searched = "index";
         for mount in &mounts {
             if hits.len() >= limit as usize {
                 break;
             }
+            let indexed = match &self.state.knowledge {
+                Some(knowledge) => knowledge
+                    .search_files(&mount.root, query, limit as usize)
+                    .await
+                    .map_err(knowledge_failure)?,
+                None => None,
+            };
+            if let Some(found) = indexed {
+                total = total.map(|t| t + found.total_count);
+                for hit in found.hits {
+                    let Ok(path) = AbsPath::parse(&hit.path) else {
+                        continue;
+                    };
+                    if hits.len() >= limit as usize {
+                        break;
+                    }
+                    if !mount.root.contains(&path) || path == mount.root || self.hidden(&path) {
+                        continue;
+                    }
+                    hits.push(HitInfo {
+                        mount: mount.name.as_str().to_owned(),
+                        rel_path: relative(&mount.root, &path),
+                        path: hit.path,
+                        is_dir: Some(false),
+                        snippet: Some(hit.snippet).filter(|s| !s.is_empty()),
+                        line: None,
+                        score: Some(f64::from(hit.score)),
+                        modified: hit
+                            .modified
+                            .map(|m| m.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                        extracted_from: hit.extracted_from,
+                    });
+                }
+                continue;
+            }
+            total = None;
+            searched = "upstream";
             let found = self
                 .state
                 .search
@@ -522,15 +590,42 @@ impl Ctx {
                 hits.push(HitInfo {
                     mount: mount.name.as_str().to_owned(),
                     rel_path: relative(&mount.root, &hit.path),
+                    path: hit.path.to_string(),
                     is_dir: hit.kind.map(|k| k == acdm_sources::EntryKind::Folder),
                     snippet: hit.snippet,
                     line: hit.line,
+                    score: None,
+                    modified: None,
+                    extracted_from: None,
                 });
             }
         }
-        let message = format!("{} hit(s) for `{query}`", hits.len());
+        // Ranked hits of several mounts: best first across them.
+        if searched == "index" {
+            hits.sort_by(|a, b| {
+                b.score
+                    .unwrap_or_default()
+                    .total_cmp(&a.score.unwrap_or_default())
+            });
+        }
         let returned = hits.len();
-        ok(SearchData { hits, returned }, message)
+        let message = match total {
+            Some(total) => format!("{returned} of {total} file(s) matching `{query}`, best first"),
+            None => format!(
+                "{returned} hit(s) for `{query}` (the content index is still being built: the file store's own search answered, which may match names only)"
+            ),
+        };
+        let suggestions = search_suggestions(query, returned, searched == "upstream");
+        ok(
+            SearchData {
+                hits,
+                returned,
+                total_count: total,
+                searched: searched.to_owned(),
+                suggestions,
+            },
+            message,
+        )
     }
 
     async fn write(&self, body: Result<WriteRequest, Failure>) -> Reply {
@@ -574,6 +669,7 @@ impl Ctx {
             )
             .await
             .map_err(|e| self.journal_failure(e, &mount, &shown))?;
+        self.changed(&[abs]).await;
         let verb = if written.created {
             "created"
         } else {
@@ -621,6 +717,7 @@ impl Ctx {
             .delete(self.record(target, params), &abs)
             .await
             .map_err(|e| self.journal_failure(e, &mount, &shown))?;
+        self.changed(&[abs]).await;
         ok(
             DeleteData {
                 dry_run: false,
@@ -751,6 +848,7 @@ impl Ctx {
                     failure
                 }
             })?;
+        self.changed(&[from, to]).await;
         ok(
             MoveData {
                 mount: mount.name.as_str().to_owned(),
@@ -770,6 +868,114 @@ impl Ctx {
             ),
         )
     }
+}
+
+impl Ctx {
+    /// Tells the content index what a write changed, so a search right
+    /// after it sees it.
+    async fn changed(&self, paths: &[AbsPath]) {
+        if let Some(knowledge) = &self.state.knowledge {
+            knowledge.file_changed(paths).await;
+        }
+    }
+
+    /// A window of a document's text.
+    fn read_document(
+        &self,
+        mount: &Mount,
+        rel: &RelPath,
+        document: &DocumentText,
+        offset: u64,
+        len: u64,
+    ) -> Reply {
+        let window = document.window(offset, len).map_err(|size| {
+            invalid_field(
+                "offset",
+                format!("{offset} is past the end of the text of `/{rel}` ({size} bytes)"),
+            )
+            .with_suggested_action("Read from offset 0, or continue with the next_offset a truncated answer gave; there is nothing after the last byte.")
+        })?;
+        let rendered = window.rendered;
+        let format = document.format();
+        let message = match rendered.next_offset {
+            Some(next) => format!(
+                "{} bytes of the text of {}:/{rel} (extracted from {format}) from offset {}; continue with offset {next}",
+                rendered.returned_bytes, mount.name, window.offset
+            ),
+            None => format!(
+                "{} bytes of the text of {}:/{rel} (extracted from {format}) from offset {} (end of the text)",
+                rendered.returned_bytes, mount.name, window.offset
+            ),
+        };
+        ok(
+            ReadData {
+                mount: mount.name.as_str().to_owned(),
+                rel_path: rel.to_string(),
+                encoding: rendered.encoding,
+                content: rendered.content,
+                size: Some(window.size),
+                extracted_from: Some(format.to_owned()),
+                extraction_notes: document.extracted.warnings.clone(),
+                file_size: Some(document.file_size),
+                etag: document.etag.as_ref().map(|e| e.value().to_owned()),
+                content_type: Some("text/markdown".to_owned()),
+                offset: window.offset,
+                returned_bytes: rendered.returned_bytes,
+                truncated: rendered.truncated,
+                next_offset: rendered.next_offset,
+            },
+            message,
+        )
+    }
+}
+
+/// A failure of the knowledge layer other than a source's or a document's.
+fn knowledge_failure(error: KnowledgeError) -> Failure {
+    match error {
+        KnowledgeError::Source(error) => Failure::new(error.code(), error.to_string()),
+        KnowledgeError::Extract(error) => Failure::new(
+            ErrorCode::DocumentUnreadable,
+            format!(
+                "the document could not be read as text ({}): {error}",
+                error.reason()
+            ),
+        ),
+        KnowledgeError::Stopped => {
+            Failure::new(ErrorCode::ServiceUnavailable, "the server is stopping")
+        }
+        KnowledgeError::Index(_) | KnowledgeError::Folders(_) => {
+            tracing::error!(error = %error, "the content index failed");
+            Failure::new(
+                ErrorCode::InternalError,
+                "the content index failed; details are in the server's log",
+            )
+        }
+    }
+}
+
+/// Ways to search better, when there were fewer than three hits.
+fn search_suggestions(query: &str, returned: usize, names_only: bool) -> Vec<String> {
+    if returned >= 3 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let words: Vec<&str> = query.split_whitespace().collect();
+    if words.len() > 1 {
+        let longest = words
+            .iter()
+            .max_by_key(|w| w.chars().count())
+            .copied()
+            .unwrap_or(query);
+        out.push(format!(
+            "Search for one distinctive word instead of the phrase, e.g. \"{longest}\"."
+        ));
+    }
+    if names_only {
+        out.push("This search matches file and folder names only: try a word likely to be in the file name, such as a meeting date, \"report\" or \"budget\".".to_owned());
+    } else {
+        out.push("Try a synonym, another form of the word, or a shorter query.".to_owned());
+    }
+    out
 }
 
 fn relative(root: &AbsPath, path: &AbsPath) -> String {

@@ -203,6 +203,45 @@ settings! {
         /// is 32 KiB or this, whichever is smaller.
         mcp_max_read_bytes: u64 = "ACDM_MCP_MAX_READ_BYTES",
             default "131072", number::<u64>(1024..=4_194_304);
+        /// How often the content index looks for changes in the wiki and the project folders
+        /// (0–86400): a refresh with nothing changed costs one branch lookup on GitLab and one
+        /// folder listing per project folder. A write through `/agent-tools` is indexed at once.
+        /// 0 turns the index off: searches are the upstreams' own (documents are still read as
+        /// text).
+        search_refresh: Duration = "ACDM_SEARCH_REFRESH_SECONDS", default "60",
+            Seconds(0..=86_400);
+        /// Folder of the content index. Unset: `<ACDM_DATA_DIR>/search-index`. Each server keeps
+        /// its own; it is a cache (deleting it loses nothing: it is rebuilt from the upstreams).
+        search_index_dir: Option<PathBuf> = "ACDM_SEARCH_INDEX_DIR", default "(unset)",
+            Optional(Folder);
+        /// The program that turns documents into text, run with the argument `extract` in a child
+        /// process per document. Unset: this service's own binary, which is what it is for; set it
+        /// only where the binary is run from a copy that cannot start itself again (and in tests
+        /// that run the service inside another program).
+        extract_program: Option<PathBuf> = "ACDM_EXTRACT_PROGRAM", default "(unset)",
+            Optional(Folder);
+        /// Documents turned into text at once (1–64), each in a child process of its own.
+        extract_processes: usize = "ACDM_EXTRACT_PROCESSES", default "2", Count(1..=64);
+        /// Time one document may take to become text (1–600): the child's CPU time and its
+        /// wall-clock time are both bounded by it; past it the read is `document_unreadable`.
+        extract_timeout: Duration = "ACDM_EXTRACT_TIMEOUT_SECONDS", default "20",
+            Seconds(1..=600);
+        /// Memory one extraction child may map, in MiB (64–65536); past it the child is stopped
+        /// and the read is `document_unreadable`.
+        extract_memory_mib: u64 = "ACDM_EXTRACT_MEMORY_MIB", default "1024",
+            number::<u64>(64..=65_536);
+        /// Largest document read as text, in bytes (1024–1073741824); larger ones are
+        /// `document_unreadable` (their bytes stay readable with `"as": "raw"`), and indexed by
+        /// name only.
+        extract_max_file_bytes: u64 = "ACDM_EXTRACT_MAX_FILE_BYTES", default "33554432",
+            number::<u64>(1024..=1_073_741_824);
+        /// Largest text one document may give, in bytes (1024–268435456): a document that
+        /// unpacks into more is `document_unreadable`, never cut short.
+        extract_max_text_bytes: u64 = "ACDM_EXTRACT_MAX_TEXT_BYTES", default "8388608",
+            number::<u64>(1024..=268_435_456);
+        /// Text kept from recent extractions, by file and etag, in bytes (0–4294967296; 0: none).
+        extract_cache_bytes: u64 = "ACDM_EXTRACT_CACHE_BYTES", default "33554432",
+            number::<u64>(0..=4_294_967_296);
         /// Time allowed to connect to GitLab or Nextcloud (1–60).
         upstream_connect_timeout: Duration = "ACDM_UPSTREAM_CONNECT_TIMEOUT_SECONDS",
             default "5", Seconds(1..=60);

@@ -208,6 +208,22 @@ pub struct ReadRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_bytes: Option<u64>,
+    /// `text` (the default): a document (`docx`, `xlsx`, `pptx`, `odt`,
+    /// `ods`, `odp`, `pdf`, `html`) is read as its text, in Markdown;
+    /// `raw`: its exact bytes, as any other file.
+    #[serde(default, rename = "as", skip_serializing_if = "Option::is_none")]
+    pub read_as: Option<ReadAs>,
+}
+
+/// How `read` returns a document.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadAs {
+    /// A document's text, in Markdown (other files as they are).
+    #[default]
+    Text,
+    /// The file's exact bytes, whatever its format.
+    Raw,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -225,8 +241,21 @@ pub struct ReadData {
     pub encoding: Encoding,
     /// The bytes, as text or base64.
     pub content: String,
-    /// The file's size, when known.
+    /// The size of what is read, when known: the file's, or for a
+    /// document read as text (`extracted_from`) the text's, which `offset`
+    /// and `next_offset` count in too.
     pub size: Option<u64>,
+    /// For a document read as text: the format its text was extracted from
+    /// (`docx`, `xlsx`, `pptx`, `odt`, `ods`, `odp`, `pdf`, `html`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extracted_from: Option<String>,
+    /// For a document read as text: what to know about the extraction (a
+    /// fallback extractor was used, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extraction_notes: Vec<String>,
+    /// For a document read as text: the file's own size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_size: Option<u64>,
     /// The file's etag, when known.
     pub etag: Option<String>,
     /// The MIME type, when known.
@@ -259,27 +288,54 @@ pub struct SearchRequest {
 }
 
 /// One search hit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HitInfo {
     /// The mount it is in.
     pub mount: String,
     /// Its path relative to that mount.
     pub rel_path: String,
+    /// Its absolute path in the file store (empty from a server that does
+    /// not send it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub path: String,
     /// True for folders, when known.
     pub is_dir: Option<bool>,
-    /// The matching text, when the source gives one.
+    /// Text around the best match, the matched words in `**…**`, when
+    /// there is one.
     pub snippet: Option<String>,
-    /// The matching line, when the source gives one.
+    /// The matching line, when the upstream's search gives one.
     pub line: Option<u64>,
+    /// Relevance (BM25: higher is better, comparable within one answer),
+    /// for hits of the content index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// Last change (RFC 3339), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified: Option<String>,
+    /// The document format its text was read from (`docx`, `pdf`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extracted_from: Option<String>,
 }
 
 /// `search` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchData {
-    /// The hits.
+    /// The hits: best first when the content index answered.
     pub hits: Vec<HitInfo>,
     /// How many.
     pub returned: usize,
+    /// Every matching file, when the content index answered (the hits are
+    /// the best of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_count: Option<u64>,
+    /// `index` (file contents, ranked) or `upstream` (the file store's own
+    /// search, which may match names only: while the index is first being
+    /// built; empty from a server that does not say).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub searched: String,
+    /// Ways to search better, when there were fewer than three hits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<String>,
 }
 
 /// `write`: create or overwrite a whole file (parents are created).

@@ -56,6 +56,11 @@ error_codes! {
     /// field, a value out of range. `data` may list the field problems.
     ValidationError = ("validation_error", 422, 1,
         Some("Fix the fields named in the message and call again.")),
+    /// A document (office file, PDF, HTML) could not be turned into text:
+    /// damaged, encrypted, without a text layer, or past the extraction's
+    /// bounds (size, time, memory). The message says which.
+    DocumentUnreadable = ("document_unreadable", 422, 2,
+        Some("Tell the user this document cannot be read as text (the message says why); do not retry it. Its bytes stay readable as they are (BFF nc/read with \"as\": \"raw\").")),
     /// A path broke a path rule (absolute, `..`, encoded traversal, …).
     InvalidPath = ("invalid_path", 400, 1,
         Some("Use a path relative to the mount root, with plain names and no `..`.")),
@@ -379,6 +384,7 @@ mod tests {
         };
         use ErrorCode::*;
         check(ValidationError, "validation_error", 422, 42201);
+        check(DocumentUnreadable, "document_unreadable", 422, 42202);
         check(InvalidPath, "invalid_path", 400, 40001);
         check(
             MissingIdentityHeaders,
@@ -400,7 +406,7 @@ mod tests {
         check(SourceNotConfigured, "source_not_configured", 503, 50301);
         check(ServiceUnavailable, "service_unavailable", 503, 50302);
         check(UpstreamTimeout, "upstream_timeout", 504, 50401);
-        assert_eq!(ErrorCode::ALL.len(), 17);
+        assert_eq!(ErrorCode::ALL.len(), 18);
         assert_eq!(ResponseCode::Ok.numeric(), 20000);
     }
 

@@ -425,6 +425,7 @@ mod tests {
             search: std::sync::Arc::new(LocalFileSearch::new(files)),
         };
         let settings = crate::McpSettings {
+            knowledge: None,
             allowed_hosts: vec!["localhost".to_owned()],
             sessions: false,
             files_base: acdm_core::AbsPath::parse("/Projects").unwrap(),
@@ -625,6 +626,7 @@ mod tests {
                 },
                 acdm_core::AbsPath::parse("/Projects").unwrap(),
                 crate::ReadLimits::default(),
+                None,
             ),
             crate::McpMetrics::unregistered(),
             crate::ToolLimits::off(),
@@ -718,6 +720,17 @@ mod tests {
             range: acdm_sources::ReadRange,
         ) -> Result<acdm_sources::WikiWindow, acdm_sources::SourceError> {
             self.wiki.read(path, git_ref, range).await
+        }
+
+        async fn head(&self) -> Result<acdm_sources::WikiHead, acdm_sources::SourceError> {
+            self.wiki.head().await
+        }
+
+        async fn tree(
+            &self,
+            commit: &str,
+        ) -> Result<Vec<acdm_sources::WikiBlob>, acdm_sources::SourceError> {
+            self.wiki.tree(commit).await
         }
     }
 

@@ -41,11 +41,57 @@ pub struct HealthReport {
     pub sources: BTreeMap<&'static str, SourceHealth>,
     /// When the sources were checked (RFC 3339).
     pub checked_at: String,
+    /// The content index, per source (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<BTreeMap<&'static str, IndexHealth>>,
+}
+
+/// One source's state in the content index.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexHealth {
+    /// `ready` once a first refresh went through (searches are answered by
+    /// the index), `building` before.
+    pub status: &'static str,
+    /// Documents indexed.
+    pub documents: u64,
+    /// When the last refresh started (RFC 3339), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_refresh: Option<String>,
+    /// Seconds since the index last reflected the source, if it ever did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lag_seconds: Option<u64>,
+    /// Refreshes that failed since the server started.
+    pub errors: u64,
+    /// The last failure, until a refresh goes through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Documents indexed by name only because their text could not be had.
+    pub unreadable: u64,
+    /// The newest of them, with why.
+    pub unreadable_recent: Vec<acdm_knowledge::Unreadable>,
+}
+
+impl IndexHealth {
+    fn of(status: &acdm_knowledge::SourceStatus, now: chrono::DateTime<chrono::Utc>) -> Self {
+        Self {
+            status: if status.built { "ready" } else { "building" },
+            documents: status.documents,
+            last_refresh: status
+                .last_refresh
+                .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+            lag_seconds: status.lag_seconds(now),
+            errors: status.errors,
+            last_error: status.last_error.clone(),
+            unreadable: status.unreadable_count,
+            unreadable_recent: status.unreadable.clone(),
+        }
+    }
 }
 
 /// Checks the sources, at most once per cache period.
 pub struct McpHealth {
     sources: Sources,
+    knowledge: Option<acdm_knowledge::Knowledge>,
     cached: Mutex<Option<(Instant, HealthReport)>>,
 }
 
@@ -74,9 +120,10 @@ async fn check(
 
 impl McpHealth {
     /// Health of `sources`.
-    pub fn new(sources: Sources) -> Self {
+    pub fn new(sources: Sources, knowledge: Option<acdm_knowledge::Knowledge>) -> Self {
         Self {
             sources,
+            knowledge,
             cached: Mutex::new(None),
         }
     }
@@ -90,12 +137,24 @@ impl McpHealth {
         );
         let sources = BTreeMap::from([("wiki", wiki), ("files", files), ("search", search)]);
         let all_ok = sources.values().all(|h| h.status == "ok");
+        let now = chrono::Utc::now();
+        let index = match &self.knowledge {
+            Some(knowledge) => {
+                let status = knowledge.status().await;
+                Some(BTreeMap::from([
+                    ("wiki", IndexHealth::of(&status.wiki, now)),
+                    ("files", IndexHealth::of(&status.files, now)),
+                ]))
+            }
+            None => None,
+        };
         HealthReport {
+            index,
             status: if all_ok { "ok" } else { "degraded" },
             server: "acdm-knowledge",
             version: env!("CARGO_PKG_VERSION"),
             sources,
-            checked_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            checked_at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         }
     }
 

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acdm_core::AbsPath;
+use acdm_knowledge::Knowledge;
 use acdm_sources::Sources;
 use axum::Router;
 use axum::extract::Request;
@@ -64,6 +65,10 @@ pub struct McpSettings {
     pub linger: Duration,
     /// Each tool's rate limit.
     pub limits: ToolLimits,
+    /// Documents as text and the content index (the service always has
+    /// them); `None` leaves searches to the upstreams and reads documents
+    /// as bytes.
+    pub knowledge: Option<Knowledge>,
 }
 
 /// The hosts accepted when none are configured.
@@ -77,9 +82,14 @@ pub fn router(sources: Sources, settings: McpSettings, metrics: McpMetrics) -> R
 /// The routes, with plain tool calls answered directly or not (only in
 /// stateless mode: sessions need rmcp's streams).
 fn build(sources: Sources, settings: McpSettings, metrics: McpMetrics, direct: bool) -> Router {
-    let health = Arc::new(McpHealth::new(sources.clone()));
+    let health = Arc::new(McpHealth::new(sources.clone(), settings.knowledge.clone()));
     let server = KnowledgeServer::new(
-        tools::Tools::new(sources, settings.files_base.clone(), settings.read_limits),
+        tools::Tools::new(
+            sources,
+            settings.files_base.clone(),
+            settings.read_limits,
+            settings.knowledge.clone(),
+        ),
         metrics,
         settings.limits.clone(),
     );

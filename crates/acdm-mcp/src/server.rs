@@ -44,15 +44,18 @@ the user means, ask them. Never guess a project name and never try other names: 
 names are case-sensitive, and a name no project folder has is not_found.
 - Reads return at most a window of the file. When `truncated` is true, call the \
 read tool again with offset = next_offset to continue; read only as far as you need.
-- Binary files come back base64-encoded; say what they are rather than pasting them.
+- Documents (Word, Excel, PowerPoint, OpenDocument, PDF, HTML) are read as their text, \
+in Markdown. Other binary files come back base64-encoded; say what they are rather \
+than pasting them.
 - On an error, follow its suggested_action; do not retry the same call unchanged.";
 
 const SEARCH_WIKI_DESCRIPTION: &str = "\
-Search the company wiki (handbook, guides, policies) by file name and content. \
-Use it for how-to questions and company rules, before answering from memory. \
-Good query: \"weekly report\" or \"milestone\". Bad query: a whole question like \
-\"how should I write the weekly report for my project?\". Returns paths with line \
-numbers and snippets; read a hit with acdm_read_wiki_file.";
+Search the company wiki (handbook, guides, policies) by the words in its pages and \
+their names, in English or Chinese. Use it for how-to questions and company rules, \
+before answering from memory. Good query: \"weekly report deadline\" or \"里程碑 验收\". \
+Bad query: a long question with the project's whole context. Returns the best-matching \
+pages first, each with a snippet around the match (matched words in **…**); read a hit \
+with acdm_read_wiki_file.";
 
 const READ_WIKI_DESCRIPTION: &str = "\
 Read a wiki file found with acdm_search_wiki, in windows of at most max_bytes \
@@ -71,17 +74,20 @@ limit is 1–50. Returns full paths for acdm_read_nextcloud_file.";
 /// The same tool over a store that searches contents too (the local
 /// folders): the description must not tell the model otherwise.
 const SEARCH_NEXTCLOUD_CONTENTS_DESCRIPTION: &str = "\
-Find files and folders in one project's folder (meeting minutes, reports, plans, \
-specs, budgets) by words in their names and contents; name matches come first, then \
-content matches with line numbers. project_name must come from the conversation or \
-workspace context; ask the user if unsure, never guess (a name no project folder has \
-is not_found). Good: query=\"kickoff\", project_name=\"Alpha\". Bad: \
-query=\"what was decided at the kickoff meeting\" (search for one or two words). \
-limit is 1–50. Returns full paths for acdm_read_nextcloud_file.";
+Find files in one project's folder (meeting minutes, reports, plans, contracts, \
+budgets) by the words in their contents and names, in English or Chinese, including \
+the text of Word, Excel, PowerPoint, OpenDocument, PDF and HTML documents. Returns the \
+best-matching files first, each with a snippet around the match (matched words in \
+**…**) and a score. project_name must come from the conversation or workspace context; \
+ask the user if unsure, never guess (a name no project folder has is not_found). Good: \
+query=\"supplier late delivery penalty\", project_name=\"Alpha\". Bad: a guessed \
+project_name. limit is 1–50. Returns full paths for acdm_read_nextcloud_file.";
 
 const READ_NEXTCLOUD_DESCRIPTION: &str = "\
 Read a file of one project's Nextcloud folder, in windows of at most max_bytes \
-(up to the schema's maximum; a larger value is refused). path must be a full path \
+(up to the schema's maximum; a larger value is refused). Word, Excel, PowerPoint, \
+OpenDocument, PDF and HTML files are read as their text in Markdown (extracted_from \
+names the format; offsets then count bytes of that text). path must be a full path \
 found with acdm_search_nextcloud, inside that project's folder. Good: \
 path=\"/Projects/Alpha/meetings/2026-11-03-kickoff.md\", project_name=\"Alpha\". \
 Bad: a path of another project, a relative path, or a project_name that differs \
@@ -343,7 +349,7 @@ impl KnowledgeServer {
     pub(crate) fn new(tools: Tools, metrics: McpMetrics, limits: ToolLimits) -> Self {
         let catalog = Arc::new(catalog(
             tools.limits,
-            tools.sources.search.kind() == "local",
+            tools.sources.search.kind() == "local" || tools.indexing(),
         ));
         Self {
             tools,
@@ -617,11 +623,12 @@ mod tests {
                 .into_owned()
         };
         assert!(description(false).contains("names are matched, not contents"));
-        let local = description(true);
+        let indexed = description(true);
         assert!(
-            local.contains("names and contents") && !local.contains("not contents"),
-            "{local}"
+            indexed.contains("contents and names") && !indexed.contains("not contents"),
+            "{indexed}"
         );
+        assert!(indexed.contains("best-matching files first"), "{indexed}");
     }
 
     #[test]

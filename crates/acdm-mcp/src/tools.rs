@@ -24,6 +24,7 @@ use acdm_sources::{EntryKind, GitRef, ReadRange, SourceError, Sources, WikiQuery
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use acdm_knowledge::{DocumentText, Knowledge, KnowledgeError};
 use acdm_sources::render::{Encoding, render};
 
 /// The tool names, as the LLM sees them.
@@ -139,10 +140,20 @@ pub(crate) struct WikiHitOut {
     path: String,
     /// The file name.
     title: String,
-    /// 1-based line where the snippet starts (1 for a file-name match).
-    line: u64,
-    /// A few lines around the match; empty for a file-name match.
+    /// 1-based line where the snippet starts, when GitLab's own search
+    /// answered (absent for ranked hits from the content index).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<u64>,
+    /// Text around the best match, the matched words in `**…**`; empty
+    /// for a file-name match.
     snippet: String,
+    /// Relevance (BM25; higher is better, comparable within one answer),
+    /// for ranked hits from the content index (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    score: Option<f64>,
+    /// Last change (RFC 3339), when known (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    modified: Option<String>,
 }
 
 /// Output of `acdm_search_wiki`.
@@ -159,10 +170,14 @@ pub(crate) struct SearchWikiOutput {
     total_count: Option<u64>,
     /// How many hits are returned here.
     returned: usize,
-    /// The hits: file-name matches first, then content matches.
+    /// The hits: best first from the content index; file-name matches
+    /// first, then content matches, from GitLab's search.
     hits: Vec<WikiHitOut>,
     /// Ways to search better, when there were few hits.
     suggestions: Vec<String>,
+    /// `index` (ranked by the content index) or `upstream` (GitLab's own
+    /// search, while the index is first being built).
+    searched: &'static str,
 }
 
 /// One Nextcloud search hit.
@@ -175,12 +190,25 @@ pub(crate) struct FileHitOut {
     /// `file` or `folder`; absent when unknown.
     #[serde(skip_serializing_if = "Option::is_none")]
     kind: Option<String>,
-    /// The 1-based matching line, for content matches (absent otherwise).
+    /// The 1-based matching line, for content matches of the upstream's
+    /// search (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     line: Option<u64>,
-    /// The matching line, for content matches (absent otherwise).
+    /// Text around the best match, the matched words in `**…**` (absent
+    /// for a file-name match).
     #[serde(skip_serializing_if = "Option::is_none")]
     snippet: Option<String>,
+    /// Relevance (BM25; higher is better, comparable within one answer),
+    /// for ranked hits from the content index (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    score: Option<f64>,
+    /// Last change (RFC 3339), when known (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    modified: Option<String>,
+    /// The document format its text was read from (`docx`, `pdf`, …), for
+    /// documents (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    extracted_from: Option<String>,
 }
 
 /// Output of `acdm_search_nextcloud`.
@@ -198,10 +226,14 @@ pub(crate) struct SearchNextcloudOutput {
     total_count: Option<u64>,
     /// How many hits are returned here.
     returned: usize,
-    /// The hits.
+    /// The hits: best first from the content index.
     hits: Vec<FileHitOut>,
     /// Ways to search better, when there were few hits.
     suggestions: Vec<String>,
+    /// `index` (file contents, ranked by the content index) or `upstream`
+    /// (Nextcloud's own search, which matches names only: while the index
+    /// is first being built, or for a folder no project provisions).
+    searched: &'static str,
 }
 
 /// Output of the two read tools.
@@ -217,9 +249,29 @@ pub(crate) struct ReadOutput {
     /// The project (Nextcloud only).
     #[serde(skip_serializing_if = "Option::is_none")]
     project_name: Option<String>,
-    /// The file's size in bytes, when known (absent otherwise).
+    /// The size in bytes of what is read, when known (absent otherwise):
+    /// the file's, or for a document read as text (`extracted_from`) the
+    /// text's.
     #[serde(skip_serializing_if = "Option::is_none")]
     size: Option<u64>,
+    /// For a document read as text: the format its text was extracted
+    /// from (`docx`, `xlsx`, `pptx`, `odt`, `ods`, `odp`, `pdf` or `html`);
+    /// `offset`, `size` and `next_offset` then count bytes of that text
+    /// (absent for other files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    extracted_from: Option<String>,
+    /// For a document read as text, what to know about the extraction
+    /// (for example that a fallback extractor was used); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    extraction_notes: Option<Vec<String>>,
+    /// For a document read as text: the file's own size in bytes (absent
+    /// otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file_size: Option<u64>,
+    /// For a document read as text: the file's etag, the version the text
+    /// was made from (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    etag: Option<String>,
     /// First byte of `content` in the file.
     offset: u64,
     /// Bytes of the file `content` covers.
@@ -247,6 +299,10 @@ impl Serialize for ReadOutput {
         use serde::ser::SerializeStruct as _;
         let present = [
             self.content_type.is_some(),
+            self.etag.is_some(),
+            self.extracted_from.is_some(),
+            self.extraction_notes.is_some(),
+            self.file_size.is_some(),
             self.next_offset.is_some(),
             self.project_name.is_some(),
             self.git_ref.is_some(),
@@ -259,6 +315,18 @@ impl Serialize for ReadOutput {
             out.serialize_field("content_type", content_type)?;
         }
         out.serialize_field("encoding", &self.encoding)?;
+        if let Some(etag) = &self.etag {
+            out.serialize_field("etag", etag)?;
+        }
+        if let Some(extracted_from) = &self.extracted_from {
+            out.serialize_field("extracted_from", extracted_from)?;
+        }
+        if let Some(notes) = &self.extraction_notes {
+            out.serialize_field("extraction_notes", notes)?;
+        }
+        if let Some(file_size) = self.file_size {
+            out.serialize_field("file_size", &file_size)?;
+        }
         if let Some(next_offset) = self.next_offset {
             out.serialize_field("next_offset", &next_offset)?;
         }
@@ -399,6 +467,10 @@ pub(crate) struct Success {
 /// are the ones its `Value` writes; the direct path writes it without
 /// building that `Value` (a copy of the window and an allocation per
 /// key). The searches' are `Value`s.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "moved a few times per call; boxing the read would cost an allocation per read on the hot path"
+)]
 pub(crate) enum Structured {
     /// A file read, the wiki's or Nextcloud's.
     Read(ReadOutput),
@@ -722,15 +794,24 @@ pub(crate) struct Tools {
     pub(crate) limits: ReadLimits,
     /// The backend's trash under `files_base`, computed once.
     trash: AbsPath,
+    /// Documents as text and the content index; without it, searches are
+    /// the upstreams' and documents are read as bytes.
+    knowledge: Option<Knowledge>,
 }
 
 impl Tools {
-    pub(crate) fn new(sources: Sources, files_base: AbsPath, limits: ReadLimits) -> Self {
+    pub(crate) fn new(
+        sources: Sources,
+        files_base: AbsPath,
+        limits: ReadLimits,
+        knowledge: Option<Knowledge>,
+    ) -> Self {
         Self {
             trash: trash_root(&files_base),
             sources,
             files_base,
             limits,
+            knowledge,
         }
     }
 
@@ -752,34 +833,65 @@ impl Tools {
                 )
             })?),
         };
-        let found = self
-            .sources
-            .wiki
-            .search(&WikiQuery {
-                term: query.to_owned(),
-                limit,
-                path_prefix: prefix.clone().filter(|p| !p.is_root()),
-                git_ref: None,
-            })
-            .await?;
+        let indexed = match &self.knowledge {
+            Some(knowledge) => knowledge
+                .search_wiki(prefix.as_ref(), query, limit)
+                .await
+                .map_err(knowledge_failure)?,
+            None => None,
+        };
+        let (hits, total, searched): (Vec<WikiHitOut>, Option<u64>, &'static str) = match indexed {
+            Some(found) => (
+                found
+                    .hits
+                    .into_iter()
+                    .map(|h| WikiHitOut {
+                        title: file_name(&h.path),
+                        path: h.path,
+                        line: None,
+                        snippet: h.snippet,
+                        score: Some(f64::from(h.score)),
+                        modified: h.modified.map(rfc3339),
+                    })
+                    .collect(),
+                Some(found.total_count),
+                INDEX,
+            ),
+            None => {
+                let found = self
+                    .sources
+                    .wiki
+                    .search(&WikiQuery {
+                        term: query.to_owned(),
+                        limit,
+                        path_prefix: prefix.clone().filter(|p| !p.is_root()),
+                        git_ref: None,
+                    })
+                    .await?;
+                let hits = found
+                    .hits
+                    .into_iter()
+                    .map(|h| WikiHitOut {
+                        title: h.path.file_name().unwrap_or_default().to_owned(),
+                        path: h.path.to_string(),
+                        line: Some(h.start_line),
+                        snippet: h.snippet,
+                        score: None,
+                        modified: None,
+                    })
+                    .collect();
+                (hits, found.total, UPSTREAM)
+            }
+        };
         let prefix_text = prefix.filter(|p| !p.is_root()).map(|p| p.to_string());
-        let hits: Vec<WikiHitOut> = found
-            .hits
-            .into_iter()
-            .map(|h| WikiHitOut {
-                title: h.path.file_name().unwrap_or_default().to_owned(),
-                path: h.path.to_string(),
-                line: h.start_line,
-                snippet: h.snippet,
-            })
-            .collect();
         let output = SearchWikiOutput {
             query: query.to_owned(),
             suggestions: suggestions(query, hits.len(), prefix_text.as_deref(), false),
             path_prefix: prefix_text,
-            total_count: found.total,
+            total_count: total,
             returned: hits.len(),
             hits,
+            searched,
         };
         let mut text = match output.total_count {
             None | Some(0) if output.returned == 0 => {
@@ -799,8 +911,19 @@ impl Tools {
             text.push_str(&format!(" under {p}/"));
         }
         text.push_str(":\n");
+        if output.searched == UPSTREAM && self.indexing() {
+            text.push_str(BUILDING_NOTE);
+        }
         for (i, hit) in output.hits.iter().enumerate() {
-            text.push_str(&format!("{}. {} (line {})\n", i + 1, hit.path, hit.line));
+            match (hit.line, hit.score) {
+                (Some(line), _) => {
+                    text.push_str(&format!("{}. {} (line {line})\n", i + 1, hit.path));
+                }
+                (None, Some(score)) => {
+                    text.push_str(&format!("{}. {} (score {score:.2})\n", i + 1, hit.path));
+                }
+                (None, None) => text.push_str(&format!("{}. {}\n", i + 1, hit.path)),
+            }
             for line in hit.snippet.lines() {
                 text.push_str(&format!("   > {line}\n"));
             }
@@ -838,6 +961,10 @@ impl Tools {
         check_not_past_the_end(&read.window, range.offset)?;
         let rendered = render(&read.window, range.len);
         let output = ReadOutput {
+            extracted_from: None,
+            extraction_notes: None,
+            file_size: None,
+            etag: None,
             path: path.to_string(),
             git_ref: Some(read.git_ref.to_string()),
             project_name: None,
@@ -864,59 +991,117 @@ impl Tools {
         let query = check_query(&input.query)?;
         let limit = check_limit(input.limit)?;
         let (name, scope) = project_scope(&self.files_base, &input.project_name)?;
-        let found = self.sources.search.search(query, limit, &scope).await?;
-        // The source filters already; this is the second, independent check
-        // (and the trash is dropped whatever the scope).
-        let hits: Vec<FileHitOut> = found
-            .into_iter()
-            .filter(|h| scope.contains(&h.path) && h.path != scope && !self.trash.contains(&h.path))
-            .take(limit)
-            .map(|h| {
-                let path = h.path.to_string();
-                FileHitOut {
-                    title: file_name(&path),
-                    path,
-                    kind: h.kind.map(|k| match k {
-                        EntryKind::File => "file".to_owned(),
-                        EntryKind::Folder => "folder".to_owned(),
-                    }),
-                    line: h.line,
-                    snippet: h.snippet,
-                }
-            })
-            .collect();
+        let indexed = match &self.knowledge {
+            Some(knowledge) => knowledge
+                .search_files(&scope, query, limit)
+                .await
+                .map_err(knowledge_failure)?,
+            None => None,
+        };
+        // Either source filters already; this is the second, independent
+        // check (and the trash is dropped whatever the scope).
+        let inside =
+            |path: &AbsPath| scope.contains(path) && *path != scope && !self.trash.contains(path);
+        let (hits, total, searched): (Vec<FileHitOut>, Option<u64>, &'static str) = match indexed {
+            Some(found) => {
+                let hits = found
+                    .hits
+                    .into_iter()
+                    .filter(|h| AbsPath::parse(&h.path).is_ok_and(|p| inside(&p)))
+                    .take(limit)
+                    .map(|h| FileHitOut {
+                        title: file_name(&h.path),
+                        path: h.path,
+                        kind: Some("file".to_owned()),
+                        line: None,
+                        snippet: Some(h.snippet).filter(|s| !s.is_empty()),
+                        score: Some(f64::from(h.score)),
+                        modified: h.modified.map(rfc3339),
+                        extracted_from: h.extracted_from,
+                    })
+                    .collect();
+                (hits, Some(found.total_count), INDEX)
+            }
+            None => {
+                let found = self.sources.search.search(query, limit, &scope).await?;
+                let hits = found
+                    .into_iter()
+                    .filter(|h| inside(&h.path))
+                    .take(limit)
+                    .map(|h| {
+                        let path = h.path.to_string();
+                        FileHitOut {
+                            title: file_name(&path),
+                            path,
+                            kind: h.kind.map(|k| match k {
+                                EntryKind::File => "file".to_owned(),
+                                EntryKind::Folder => "folder".to_owned(),
+                            }),
+                            line: h.line,
+                            snippet: h.snippet,
+                            score: None,
+                            modified: None,
+                            extracted_from: None,
+                        }
+                    })
+                    .collect();
+                (hits, None, UPSTREAM)
+            }
+        };
         if hits.is_empty()
             && let Some(missing) = self.missing_project(&name, &scope).await
         {
             return Err(missing);
         }
-        let names_only = self.sources.search.kind() == "nextcloud";
+        let names_only = searched == UPSTREAM && self.sources.search.kind() == "nextcloud";
         let output = SearchNextcloudOutput {
             query: query.to_owned(),
             project_name: name.to_string(),
             scope: scope.as_prefix(),
-            total_count: None,
+            total_count: total,
             returned: hits.len(),
             suggestions: suggestions(query, hits.len(), None, names_only),
             hits,
+            searched,
         };
-        let mut text = format!(
-            "{} matching \"{query}\" in {}:\n",
-            count(output.returned as u64, "file", "files"),
-            output.scope
-        );
+        let mut text = match output.total_count {
+            Some(total) => format!(
+                "{} of {} matching \"{query}\" in {}, best first:\n",
+                output.returned,
+                count(total, "file", "files"),
+                output.scope
+            ),
+            None => format!(
+                "{} matching \"{query}\" in {}:\n",
+                count(output.returned as u64, "file", "files"),
+                output.scope
+            ),
+        };
+        if output.searched == UPSTREAM && self.indexing() {
+            text.push_str(BUILDING_NOTE);
+        }
         for (i, hit) in output.hits.iter().enumerate() {
             let kind = hit
                 .kind
                 .as_deref()
                 .map(|k| format!(" [{k}]"))
                 .unwrap_or_default();
-            match (&hit.line, &hit.snippet) {
-                (Some(line), Some(snippet)) => text.push_str(&format!(
+            match (&hit.line, &hit.snippet, hit.score) {
+                (Some(line), Some(snippet), _) => text.push_str(&format!(
                     "{}. {}{kind} (line {line})\n   > {snippet}\n",
                     i + 1,
                     hit.path
                 )),
+                (None, snippet, Some(score)) => {
+                    text.push_str(&format!(
+                        "{}. {}{kind} (score {score:.2})\n",
+                        i + 1,
+                        hit.path
+                    ));
+                    for line in snippet.as_deref().unwrap_or_default().lines() {
+                        text.push_str(&format!("   > {line}\n"));
+                    }
+                }
                 _ => text.push_str(&format!("{}. {}{kind}\n", i + 1, hit.path)),
             }
         }
@@ -981,13 +1166,7 @@ impl Tools {
                 "Read files inside the project's folder, as acdm_search_nextcloud returns them.",
             ));
         }
-        let read = self.sources.files.read(&path, range).await;
-        if matches!(read, Err(SourceError::NotFound(_)))
-            && let Some(missing) = self.missing_project(&name, &scope).await
-        {
-            return Err(missing);
-        }
-        let stream = read.map_err(|e| match e {
+        let failure = |e: SourceError| match e {
             SourceError::NotFound(_) => Failure::source(
                 e,
                 "Search the project with acdm_search_nextcloud to find the exact path.",
@@ -997,11 +1176,39 @@ impl Tools {
                 "This is a folder; search inside it with acdm_search_nextcloud.",
             ),
             other => other.into(),
-        })?;
+        };
+        if let Some(knowledge) = &self.knowledge {
+            let document = match knowledge.file_text(&path).await {
+                Ok(document) => document,
+                Err(KnowledgeError::Source(error)) => {
+                    if matches!(error, SourceError::NotFound(_))
+                        && let Some(missing) = self.missing_project(&name, &scope).await
+                    {
+                        return Err(missing);
+                    }
+                    return Err(failure(error));
+                }
+                Err(error) => return Err(document_failure(error, &path.to_string())),
+            };
+            if let Some(document) = document {
+                return document_read(&name, &path, &document, range);
+            }
+        }
+        let read = self.sources.files.read(&path, range).await;
+        if matches!(read, Err(SourceError::NotFound(_)))
+            && let Some(missing) = self.missing_project(&name, &scope).await
+        {
+            return Err(missing);
+        }
+        let stream = read.map_err(failure)?;
         let window = stream.collect(range.len).await?;
         check_not_past_the_end(&window, range.offset)?;
         let rendered = render(&window, range.len);
         let output = ReadOutput {
+            extracted_from: None,
+            extraction_notes: None,
+            file_size: None,
+            etag: None,
             path: path.to_string(),
             git_ref: None,
             project_name: Some(name.to_string()),
@@ -1020,6 +1227,12 @@ impl Tools {
 }
 
 impl Tools {
+    /// True when searches are answered by the content index once it is
+    /// built.
+    pub(crate) fn indexing(&self) -> bool {
+        self.knowledge.as_ref().is_some_and(Knowledge::indexing)
+    }
+
     /// `not_found` when no project folder `<base>/<name>` exists — asked
     /// only on the miss paths (a search without hits, a read of a missing
     /// file), so a call that finds something costs no extra request. When
@@ -1063,6 +1276,103 @@ impl Tools {
             action,
         ))
     }
+}
+
+/// Where a hit came from, as the search outputs say it.
+const INDEX: &str = "index";
+const UPSTREAM: &str = "upstream";
+
+/// What a search answered by the upstream says while the index is first
+/// being built.
+const BUILDING_NOTE: &str = "(The content index is still being built: these hits come from the upstream's own search, which is not ranked and may match names only.)\n";
+
+fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// A failure of the knowledge layer other than the source's own.
+fn knowledge_failure(error: KnowledgeError) -> Failure {
+    match error {
+        KnowledgeError::Source(error) => error.into(),
+        KnowledgeError::Extract(_) => document_failure(error, "the document"),
+        KnowledgeError::Stopped => Failure::new(
+            ErrorCode::ServiceUnavailable,
+            "the server is stopping",
+            "Retry in a few seconds.",
+        ),
+        KnowledgeError::Index(_) | KnowledgeError::Folders(_) => {
+            tracing::error!(error = %error, "the content index failed");
+            Failure::new(
+                ErrorCode::InternalError,
+                "the content index failed; details are in the server's log",
+                "Retry once; if it fails again, report it to an operator.",
+            )
+        }
+    }
+}
+
+/// A document that could not be read as text: `document_unreadable`
+/// saying why.
+fn document_failure(error: KnowledgeError, what: &str) -> Failure {
+    match error {
+        KnowledgeError::Extract(error) => Failure::new(
+            ErrorCode::DocumentUnreadable,
+            format!(
+                "{what} could not be read as text ({}): {error}",
+                error.reason()
+            ),
+            "Tell the user this document cannot be read as text and why; do not retry it. Other files of the project can still be searched and read.",
+        ),
+        other => knowledge_failure(other),
+    }
+}
+
+/// A window of a document's text, as a read's output.
+fn document_read(
+    name: &ProjectName,
+    path: &AbsPath,
+    document: &DocumentText,
+    range: ReadRange,
+) -> Result<Success, Failure> {
+    let window = document.window(range.offset, range.len).map_err(|size| {
+        Failure::invalid(
+            "offset",
+            format!(
+                "{} is past the end of the text extracted from {path} ({})",
+                range.offset,
+                count(size, "byte", "bytes")
+            ),
+            "Read from offset 0, or continue with the next_offset a truncated answer gave; there is nothing after the last byte.",
+        )
+    })?;
+    let notes = &document.extracted.warnings;
+    let output = ReadOutput {
+        path: path.to_string(),
+        git_ref: None,
+        project_name: Some(name.to_string()),
+        size: Some(window.size),
+        extracted_from: Some(document.format().to_owned()),
+        extraction_notes: (!notes.is_empty()).then(|| notes.clone()),
+        file_size: Some(document.file_size),
+        etag: document.etag.as_ref().map(|e| e.value().to_owned()),
+        offset: window.offset,
+        returned_bytes: window.rendered.returned_bytes,
+        truncated: window.rendered.truncated,
+        next_offset: window.rendered.next_offset,
+        encoding: window.rendered.encoding,
+        content_type: Some("text/markdown".to_owned()),
+        content: window.rendered.content,
+    };
+    let mut what = format!(
+        "{} (text extracted from {})",
+        output.path,
+        document.format()
+    );
+    for note in notes {
+        what.push_str(&format!("; note: {note}"));
+    }
+    let text = read_text(&output, &what);
+    read_success(output, text)
 }
 
 fn read_text(output: &ReadOutput, what: &str) -> String {
@@ -1143,6 +1453,10 @@ mod tests {
             .collect();
         required.sort_unstable();
         let full = ReadOutput {
+            extracted_from: Some("docx".to_owned()),
+            extraction_notes: Some(vec!["a \"note\"".to_owned()]),
+            file_size: Some(4096),
+            etag: Some("e-1".to_owned()),
             path: "guides/a \"b\".md".to_owned(),
             git_ref: Some("main".to_owned()),
             project_name: Some("Alpha".to_owned()),
@@ -1156,6 +1470,10 @@ mod tests {
             content: "line\n\tnext".to_owned(),
         };
         let bare = ReadOutput {
+            extracted_from: None,
+            extraction_notes: None,
+            file_size: None,
+            etag: None,
             path: "x.bin".to_owned(),
             git_ref: None,
             project_name: None,
@@ -1174,7 +1492,9 @@ mod tests {
                 &properties,
                 serde_json::json!({
                     "content": "line\n\tnext", "content_type": "text/markdown",
-                    "encoding": "text", "next_offset": 14, "offset": 4,
+                    "encoding": "text", "etag": "e-1", "extracted_from": "docx",
+                    "extraction_notes": ["a \"note\""], "file_size": 4096,
+                    "next_offset": 14, "offset": 4,
                     "path": "guides/a \"b\".md", "project_name": "Alpha", "ref": "main",
                     "returned_bytes": 10, "size": 40, "truncated": true,
                 }),
@@ -1388,6 +1708,10 @@ mod tests {
                 for next_offset in [None, Some(1024)] {
                     for content_type in [None, Some("image/png".to_owned())] {
                         let output = ReadOutput {
+                            extracted_from: None,
+                            extraction_notes: None,
+                            file_size: None,
+                            etag: None,
                             path: "/Projects/Alpha/docs/report.md".to_owned(),
                             git_ref: None,
                             project_name: Some("Alpha".to_owned()),

@@ -274,6 +274,22 @@ impl Store {
         rows.into_iter().map(ProjectRow::into_domain).collect()
     }
 
+    /// The root folder of every project's every mount, each once, sorted:
+    /// what the content index covers.
+    pub async fn mount_roots(&self) -> Result<Vec<AbsPath>, StoreError> {
+        let rows: Vec<MountRow> = with_pool!(&self.pool, p => {
+            sqlx::query_as("SELECT name, root, writable FROM project_mounts ORDER BY root")
+                .fetch_all(p)
+                .await?
+        });
+        let mut roots = rows
+            .into_iter()
+            .map(|row| row.into_domain().map(|mount| mount.root))
+            .collect::<Result<Vec<_>, _>>()?;
+        roots.dedup();
+        Ok(roots)
+    }
+
     /// A project with its members, mounts and active agents.
     pub async fn project(&self, slug: &ProjectSlug) -> Result<ProjectDetails, StoreError> {
         let (project, members, mounts, agents): (

@@ -192,6 +192,7 @@ async fn sessions_can_be_turned_on() {
     let router = acdm_mcp::router(
         local_sources(dir.path()),
         McpSettings {
+            knowledge: None,
             sessions: true,
             ..settings()
         },
