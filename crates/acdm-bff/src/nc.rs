@@ -18,7 +18,7 @@ use acdm_core::nc::{
 };
 use acdm_core::{AbsPath, ErrorCode, MountName, RelPath, ToolResponse};
 use acdm_journal::{Journal, JournalError, Record};
-use acdm_knowledge::{DocumentText, Knowledge, KnowledgeError};
+use acdm_knowledge::{DocumentText, Knowledge, KnowledgeError, search_suggestions};
 use acdm_sources::render::{past_the_end, render};
 use acdm_sources::{ETag, Entry, FileReader, FileSearch, ReadRange, SourceError};
 use acdm_store::Store;
@@ -615,7 +615,7 @@ impl Ctx {
                 "{returned} hit(s) for `{query}` (the content index is still being built: the file store's own search answered, which may match names only)"
             ),
         };
-        let suggestions = search_suggestions(query, returned, searched == "upstream");
+        let suggestions = search_suggestions(query, returned, None, searched == "upstream");
         ok(
             SearchData {
                 hits,
@@ -951,31 +951,6 @@ fn knowledge_failure(error: KnowledgeError) -> Failure {
             )
         }
     }
-}
-
-/// Ways to search better, when there were fewer than three hits.
-fn search_suggestions(query: &str, returned: usize, names_only: bool) -> Vec<String> {
-    if returned >= 3 {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    let words: Vec<&str> = query.split_whitespace().collect();
-    if words.len() > 1 {
-        let longest = words
-            .iter()
-            .max_by_key(|w| w.chars().count())
-            .copied()
-            .unwrap_or(query);
-        out.push(format!(
-            "Search for one distinctive word instead of the phrase, e.g. \"{longest}\"."
-        ));
-    }
-    if names_only {
-        out.push("This search matches file and folder names only: try a word likely to be in the file name, such as a meeting date, \"report\" or \"budget\".".to_owned());
-    } else {
-        out.push("Try a synonym, another form of the word, or a shorter query.".to_owned());
-    }
-    out
 }
 
 fn relative(root: &AbsPath, path: &AbsPath) -> String {

@@ -365,3 +365,47 @@ impl Knowledge {
         self.0.index.stats().bytes
     }
 }
+
+/// Suggestions are offered when a search returns fewer hits than this.
+const FEW_HITS: usize = 3;
+
+/// Ways to search better, for a search that found fewer than three hits:
+/// the longest word of a phrase, a wider folder, a word likely in a file's
+/// name (when the search `names_only`), or another form of the word. The
+/// MCP tools and the BFF's `nc/search` say the same.
+pub fn search_suggestions(
+    query: &str,
+    returned: usize,
+    prefix: Option<&str>,
+    names_only: bool,
+) -> Vec<String> {
+    if returned >= FEW_HITS {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let words: Vec<&str> = query.split_whitespace().collect();
+    if words.len() > 1 {
+        let longest = words
+            .iter()
+            .max_by_key(|w| w.chars().count())
+            .copied()
+            .unwrap_or(query);
+        out.push(format!(
+            "Search for one distinctive word instead of the phrase, e.g. \"{longest}\"."
+        ));
+    }
+    if let Some(prefix) = prefix {
+        out.push(format!(
+            "Remove path_prefix \"{prefix}\" or use a parent folder to search more widely."
+        ));
+    }
+    if names_only {
+        out.push("This search matches file and folder names only: try a word likely to be in the file name, such as a meeting date, \"report\" or \"budget\".".to_owned());
+    } else {
+        out.push("Try a synonym, a singular or plural form, or a shorter word stem.".to_owned());
+    }
+    if returned > 0 {
+        out.push("Read the hits for details; a broader query may find related pages.".to_owned());
+    }
+    out
+}

@@ -647,3 +647,101 @@ async fn deleting_the_index_loses_nothing_it_is_rebuilt() {
             .is_none()
     );
 }
+
+#[derive(serde::Deserialize)]
+struct Corpus {
+    documents: Vec<CorpusDocument>,
+    queries: Vec<CorpusQuery>,
+}
+
+#[derive(serde::Deserialize)]
+struct CorpusDocument {
+    key: String,
+    body: String,
+}
+
+#[derive(serde::Deserialize)]
+struct CorpusQuery {
+    text: String,
+    relevant: Vec<String>,
+}
+
+/// The index's labelled corpus (`acdm-index` `tests/ranking`) through the
+/// calls the search tools make: files synced from a store and searched in
+/// their project's folder (`acdm_search_nextcloud` and `nc/search`), wiki
+/// pages synced from the wiki and searched whole (`acdm_search_wiki`).
+/// Titles come from the file names, as they do for real files.
+#[tokio::test]
+async fn held_out_queries_find_their_files_through_the_tools_search_calls() {
+    let corpus: Corpus = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../acdm-index/tests/ranking/corpus.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let store = Arc::new(PropagatingStore::default());
+    let wiki = Arc::new(CommitWiki::default());
+    for doc in &corpus.documents {
+        match doc.key.strip_prefix('/') {
+            Some(_) => store.put(&doc.key, &doc.body),
+            None => wiki.put(&doc.key, &doc.body),
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let knowledge = Knowledge::open(
+        &KnowledgeSettings {
+            index_dir: Some(dir.path().join("index")),
+            refresh_every: Duration::from_secs(3600),
+            max_file_bytes: 1 << 20,
+        },
+        KnowledgeSources {
+            wiki,
+            files: store,
+            files_base: abs("/Projects"),
+            folder_etags_cover_subtree: true,
+        },
+        Extractor::new(ExtractorConfig {
+            program: "/nonexistent/acdm-extract".into(),
+            args: Vec::new(),
+            processes: 1,
+            limits: Limits::default(),
+            cache_bytes: 0,
+        }),
+        Arc::new(vec![abs("/Projects/Alpha"), abs("/Projects/Beta")]),
+    )
+    .unwrap();
+    refresh(&knowledge).await;
+    // (tool, queries, hits in the top 3, reciprocal ranks)
+    let mut scores: BTreeMap<&str, (u32, u32, f64)> = BTreeMap::new();
+    for query in &corpus.queries {
+        let Some(first) = query.relevant.first() else {
+            continue;
+        };
+        let (tool, found) = if first.starts_with('/') {
+            let project = first.split('/').take(3).collect::<Vec<_>>().join("/");
+            let found = files(&knowledge, &project, &query.text).await;
+            ("files", found)
+        } else {
+            ("wiki", wiki_paths(&knowledge, &query.text).await)
+        };
+        let rank = found.iter().position(|p| query.relevant.contains(p));
+        let entry = scores.entry(tool).or_default();
+        entry.0 += 1;
+        entry.1 += u32::from(rank.is_some_and(|r| r < 3));
+        entry.2 += rank.map_or(0.0, |r| 1.0 / (r as f64 + 1.0));
+    }
+    for (tool, (queries, top3, rr)) in &scores {
+        let recall = f64::from(*top3) / f64::from(*queries);
+        let mrr = rr / f64::from(*queries);
+        println!("{tool}: {queries} queries, recall@3 {recall:.3}, MRR {mrr:.3}");
+        assert!(recall >= 0.9, "{tool}: recall@3 {recall:.3}");
+        assert!(mrr >= 0.75, "{tool}: MRR {mrr:.3}");
+    }
+    assert_eq!(scores.len(), 2, "both kinds of search were asked");
+}
+
+async fn wiki_paths(knowledge: &Knowledge, query: &str) -> Vec<String> {
+    wiki(knowledge, query).await
+}

@@ -24,7 +24,7 @@ use acdm_sources::{EntryKind, GitRef, ReadRange, SourceError, Sources, WikiQuery
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use acdm_knowledge::{DocumentText, Knowledge, KnowledgeError};
+use acdm_knowledge::{DocumentText, Knowledge, KnowledgeError, search_suggestions};
 use acdm_sources::render::{Encoding, render};
 
 /// The tool names, as the LLM sees them.
@@ -33,8 +33,6 @@ pub(crate) const READ_WIKI: &str = "acdm_read_wiki_file";
 pub(crate) const SEARCH_NEXTCLOUD: &str = "acdm_search_nextcloud";
 pub(crate) const READ_NEXTCLOUD: &str = "acdm_read_nextcloud_file";
 
-/// Suggestions are offered when a search returns fewer hits than this.
-const FEW_HITS: usize = 3;
 /// The longest query accepted, in characters.
 const MAX_QUERY_CHARS: usize = 500;
 
@@ -745,43 +743,6 @@ fn resolve_loosely(loose: &str) -> Vec<&str> {
     resolved
 }
 
-fn suggestions(
-    query: &str,
-    returned: usize,
-    prefix: Option<&str>,
-    names_only: bool,
-) -> Vec<String> {
-    if returned >= FEW_HITS {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    let words: Vec<&str> = query.split_whitespace().collect();
-    if words.len() > 1 {
-        let longest = words
-            .iter()
-            .max_by_key(|w| w.chars().count())
-            .copied()
-            .unwrap_or(query);
-        out.push(format!(
-            "Search for one distinctive word instead of the phrase, e.g. \"{longest}\"."
-        ));
-    }
-    if let Some(prefix) = prefix {
-        out.push(format!(
-            "Remove path_prefix \"{prefix}\" or use a parent folder to search more widely."
-        ));
-    }
-    if names_only {
-        out.push("This search matches file and folder names only: try a word likely to be in the file name, such as a meeting date, \"report\" or \"budget\".".to_owned());
-    } else {
-        out.push("Try a synonym, a singular or plural form, or a shorter word stem.".to_owned());
-    }
-    if returned > 0 {
-        out.push("Read the hits for details; a broader query may find related pages.".to_owned());
-    }
-    out
-}
-
 fn file_name(path: &str) -> String {
     path.rsplit('/').next().unwrap_or(path).to_owned()
 }
@@ -886,7 +847,7 @@ impl Tools {
         let prefix_text = prefix.filter(|p| !p.is_root()).map(|p| p.to_string());
         let output = SearchWikiOutput {
             query: query.to_owned(),
-            suggestions: suggestions(query, hits.len(), prefix_text.as_deref(), false),
+            suggestions: search_suggestions(query, hits.len(), prefix_text.as_deref(), false),
             path_prefix: prefix_text,
             total_count: total,
             returned: hits.len(),
@@ -1060,7 +1021,7 @@ impl Tools {
             scope: scope.as_prefix(),
             total_count: total,
             returned: hits.len(),
-            suggestions: suggestions(query, hits.len(), None, names_only),
+            suggestions: search_suggestions(query, hits.len(), None, names_only),
             hits,
             searched,
         };
@@ -1602,14 +1563,14 @@ mod tests {
 
     #[test]
     fn suggestions_appear_only_for_few_hits_and_fit_the_search() {
-        assert!(suggestions("deploy", 3, None, false).is_empty());
-        let s = suggestions("how do we deploy safely", 0, Some("guides"), false);
+        assert!(search_suggestions("deploy", 3, None, false).is_empty());
+        let s = search_suggestions("how do we deploy safely", 0, Some("guides"), false);
         assert!(s[0].contains("\"safely\""), "{s:?}");
         assert!(
             s.iter().any(|x| x.contains("path_prefix \"guides\"")),
             "{s:?}"
         );
-        let s = suggestions("budget", 1, None, true);
+        let s = search_suggestions("budget", 1, None, true);
         assert!(s.iter().any(|x| x.contains("names only")), "{s:?}");
         assert!(s.iter().any(|x| x.contains("Read the hits")), "{s:?}");
     }

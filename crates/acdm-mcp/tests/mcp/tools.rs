@@ -735,7 +735,7 @@ async fn readable_texts_count_in_words_a_person_would_write() {
     let list = mcp.rpc("tools/list", json!({})).await;
     let description = list["result"]["tools"][2]["description"].as_str().unwrap();
     assert!(
-        description.contains("names and contents") && !description.contains("not contents"),
+        description.contains("contents and names") && !description.contains("not contents"),
         "the local store searches contents too: {description}"
     );
 }
