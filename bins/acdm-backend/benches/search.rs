@@ -198,6 +198,7 @@ fn main() {
                 index_dir: Some(index_dir.clone()),
                 refresh_every: Duration::from_secs(3600),
                 max_file_bytes: 32 << 20,
+                documents_in_flight: 2,
             },
             KnowledgeSources {
                 wiki,

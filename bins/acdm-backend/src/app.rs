@@ -166,6 +166,11 @@ fn knowledge(config: &Config, store: &Store, sources: &Sources) -> anyhow::Resul
                 index_dir: Some(index_dir.clone()),
                 refresh_every: config.search_refresh,
                 max_file_bytes: config.extract_max_file_bytes,
+                // As many documents in memory as children turn them into
+                // text: the memory reads of documents take is bounded by
+                // ACDM_EXTRACT_PROCESSES × (ACDM_EXTRACT_MAX_FILE_BYTES +
+                // 2 × ACDM_EXTRACT_MAX_TEXT_BYTES) plus the cache.
+                documents_in_flight: config.extract_processes,
             },
             KnowledgeSources {
                 wiki: sources.wiki.clone(),

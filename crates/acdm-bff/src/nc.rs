@@ -450,6 +450,9 @@ impl Ctx {
         {
             let document = knowledge.file_text(&abs).await.map_err(|e| match e {
                 KnowledgeError::Source(e) => failure(e),
+                KnowledgeError::Extract(e) if e.reason() == "unavailable" => {
+                    knowledge_failure(KnowledgeError::Extract(e))
+                }
                 KnowledgeError::Extract(e) => Failure::new(
                     ErrorCode::DocumentUnreadable,
                     format!(
@@ -870,12 +873,21 @@ impl Ctx {
     }
 }
 
+/// How long a write waits for its files to be indexed before it answers.
+const REINDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 impl Ctx {
     /// Tells the content index what a write changed, so a search right
     /// after it sees it.
+    /// Bounded: the write is done whatever happens here (the next
+    /// refresh repairs what this could not).
     async fn changed(&self, paths: &[AbsPath]) {
-        if let Some(knowledge) = &self.state.knowledge {
-            knowledge.file_changed(paths).await;
+        if let Some(knowledge) = &self.state.knowledge
+            && tokio::time::timeout(REINDEX_WAIT, knowledge.file_changed(paths))
+                .await
+                .is_err()
+        {
+            tracing::warn!("a written file was not indexed in time; the next refresh will");
         }
     }
 
@@ -931,8 +943,21 @@ impl Ctx {
 
 /// A failure of the knowledge layer other than a source's or a document's.
 fn knowledge_failure(error: KnowledgeError) -> Failure {
+    if Knowledge::is_empty_query(&error) {
+        return invalid_field(
+            "query",
+            "has no words to search for (only punctuation or symbols)",
+        );
+    }
     match error {
         KnowledgeError::Source(error) => Failure::new(error.code(), error.to_string()),
+        KnowledgeError::Extract(error) if error.reason() == "unavailable" => {
+            tracing::error!(error = %error, "the document extractor cannot run");
+            Failure::new(
+                ErrorCode::ServiceUnavailable,
+                "the server's document reader is unavailable; retry in a few seconds",
+            )
+        }
         KnowledgeError::Extract(error) => Failure::new(
             ErrorCode::DocumentUnreadable,
             format!(

@@ -220,7 +220,9 @@ settings! {
         /// that run the service inside another program).
         extract_program: Option<PathBuf> = "ACDM_EXTRACT_PROGRAM", default "(unset)",
             Optional(Folder);
-        /// Documents turned into text at once (1–64), each in a child process of its own.
+        /// Documents turned into text at once (1–64), each in a child process of its own; as many
+        /// are held in the service's memory at once (each at most `ACDM_EXTRACT_MAX_FILE_BYTES`
+        /// and its text), the others wait their turn.
         extract_processes: usize = "ACDM_EXTRACT_PROCESSES", default "2", Count(1..=64);
         /// Time one document may take to become text (1–600): the child's CPU time and its
         /// wall-clock time are both bounded by it; past it the read is `document_unreadable`.
@@ -231,8 +233,8 @@ settings! {
         extract_memory_mib: u64 = "ACDM_EXTRACT_MEMORY_MIB", default "1024",
             number::<u64>(64..=65_536);
         /// Largest document read as text, in bytes (1024–1073741824); larger ones are
-        /// `document_unreadable` (their bytes stay readable with `"as": "raw"`), and indexed by
-        /// name only.
+        /// `document_unreadable` (their bytes stay readable through the BFF's `nc/read` with
+        /// `"as": "raw"`), and indexed by name only.
         extract_max_file_bytes: u64 = "ACDM_EXTRACT_MAX_FILE_BYTES", default "33554432",
             number::<u64>(1024..=1_073_741_824);
         /// Largest text one document may give, in bytes (1024–268435456): a document that

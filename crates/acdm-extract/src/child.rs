@@ -91,7 +91,12 @@ fn bad_request() -> ExtractError {
 /// Lowers this process's limits (never above what it already has).
 fn lower_limits(limits: &Limits) -> std::io::Result<()> {
     lower(Resource::CORE, 0, 0)?;
-    lower(Resource::AS, limits.memory_bytes, limits.memory_bytes)?;
+    // On top of what is already mapped: an allocator that reserved its
+    // arenas up front (the service's mimalloc reserves a gigabyte of
+    // address space it has not used) must still leave the document its
+    // whole budget, and threads their stacks.
+    let address_space = mapped_bytes().saturating_add(limits.memory_bytes);
+    lower(Resource::AS, address_space, address_space)?;
     lower(
         Resource::CPU,
         limits.cpu_seconds.max(1),
@@ -100,6 +105,21 @@ fn lower_limits(limits: &Limits) -> std::io::Result<()> {
     lower(Resource::NOFILE, MAX_OPEN_FILES, MAX_OPEN_FILES)?;
     let file_size = limits.max_input_bytes.saturating_add(FILE_SIZE_SLACK);
     lower(Resource::FSIZE, file_size, file_size)
+}
+
+/// The address space this process maps now (`VmSize` in
+/// `/proc/self/status`), or 0 when it cannot be read.
+fn mapped_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmSize:"))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|kib| kib.parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib.saturating_mul(1024))
 }
 
 fn lower(resource: Resource, soft: u64, hard: u64) -> std::io::Result<()> {

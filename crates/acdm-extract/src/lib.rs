@@ -38,6 +38,11 @@ mod sheet;
 mod wire;
 mod xml;
 
+/// The whole environment of an extraction child and of its pdftotext: a
+/// search path for the system's programs and nothing else (never the
+/// service's tokens or passwords).
+pub(crate) const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
 pub use child::child_main;
 pub use error::ExtractError;
 pub use format::{Extracted, Format, Via};

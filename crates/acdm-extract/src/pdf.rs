@@ -100,6 +100,8 @@ fn pdftotext(bytes: &[u8], limits: &Limits) -> Result<Option<Vec<String>>, Extra
     file.write_all(bytes).map_err(unavailable)?;
     file.flush().map_err(unavailable)?;
     let mut child = match Command::new(&limits.pdftotext)
+        .env_clear()
+        .env("PATH", crate::CHILD_PATH)
         .args(["-enc", "UTF-8"])
         .arg(file.path())
         .arg("-")

@@ -339,8 +339,12 @@ impl Inner {
         })?;
         self.extractions.fetch_add(1, Ordering::Relaxed);
         let _running = Running::new(&self.running);
+        // Nothing of the service's environment (its tokens, the upstreams'
+        // passwords) reaches a process that parses untrusted bytes.
         let mut child = tokio::process::Command::new(&self.config.program)
             .args(&self.config.args)
+            .env_clear()
+            .env("PATH", crate::CHILD_PATH)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -85,6 +85,10 @@ pub(crate) struct Reader {
     pub(crate) wiki: Arc<dyn WikiSource>,
     pub(crate) extractor: Extractor,
     pub(crate) max_file_bytes: u64,
+    /// Documents held in memory at once, from their download to their
+    /// text: what bounds the memory reads of large documents take (each at
+    /// most `max_file_bytes` and its text); more wait their turn, in order.
+    pub(crate) in_flight: Arc<tokio::sync::Semaphore>,
 }
 
 impl Reader {
@@ -116,6 +120,11 @@ impl Reader {
         if let Some(size) = entry.size {
             self.check_size(size)?;
         }
+        let _turn = self
+            .in_flight
+            .acquire()
+            .await
+            .map_err(|_| KnowledgeError::Stopped)?;
         let stream = self
             .files
             .read(
@@ -166,6 +175,11 @@ impl Reader {
                 etag: None,
             }));
         }
+        let _turn = self
+            .in_flight
+            .acquire()
+            .await
+            .map_err(|_| KnowledgeError::Stopped)?;
         let read = self
             .wiki
             .read(

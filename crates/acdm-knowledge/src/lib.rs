@@ -95,6 +95,10 @@ pub struct KnowledgeSettings {
     pub refresh_every: Duration,
     /// The largest document read as text.
     pub max_file_bytes: u64,
+    /// Documents held in memory at once while they become text (at least
+    /// one): with `max_file_bytes` and the text's bound, what bounds the
+    /// memory document reads take.
+    pub documents_in_flight: usize,
 }
 
 /// The sources the knowledge layer reads.
@@ -132,6 +136,9 @@ pub(crate) struct Inner {
     pub(crate) trash: AbsPath,
     pub(crate) folder_etags_cover_subtree: bool,
     pub(crate) folders: Mutex<sync::FolderMemory>,
+    /// The provisioned folders walked whole at least once: the index
+    /// answers for these only.
+    pub(crate) walked: Mutex<std::collections::HashSet<AbsPath>>,
     pub(crate) wiki_memory: Mutex<sync::WikiMemory>,
     pub(crate) status: Mutex<IndexStatus>,
     /// One refresh at a time.
@@ -184,12 +191,16 @@ impl Knowledge {
                 wiki: sources.wiki,
                 extractor,
                 max_file_bytes: settings.max_file_bytes,
+                in_flight: Arc::new(tokio::sync::Semaphore::new(
+                    settings.documents_in_flight.max(1),
+                )),
             },
             index,
             roots,
             trash: acdm_core::events::trash_root(&sources.files_base),
             folder_etags_cover_subtree: sources.folder_etags_cover_subtree,
             folders: Mutex::new(sync::FolderMemory::default()),
+            walked: Mutex::new(std::collections::HashSet::new()),
             wiki_memory: Mutex::new(sync::WikiMemory::default()),
             status: Mutex::new(IndexStatus::default()),
             refreshing: Mutex::new(()),
@@ -228,8 +239,13 @@ impl Knowledge {
         if self.0.refresh_every.is_zero() || !self.0.status.lock().await.files.built {
             return Ok(None);
         }
-        let roots = self.0.roots.roots().await?;
-        if !roots.iter().any(|root| root.contains(scope)) || self.0.trash.contains(scope) {
+        // Only folders the index has walked whole (a project provisioned
+        // since the last refresh is the upstream's until the next).
+        let covered = {
+            let walked = self.0.walked.lock().await;
+            walked.iter().any(|root| root.contains(scope))
+        };
+        if !covered || self.0.trash.contains(scope) {
             return Ok(None);
         }
         self.search(SourceKind::Files, Some(scope.as_prefix()), text, limit)
@@ -353,6 +369,12 @@ impl Knowledge {
     /// Asks the periodic task to refresh now.
     pub fn refresh_soon(&self) {
         self.0.kick.notify_one();
+    }
+
+    /// True when `error` is a query with nothing to search for (only
+    /// punctuation or symbols): the caller's to fix, not the index's fault.
+    pub fn is_empty_query(error: &KnowledgeError) -> bool {
+        matches!(error, KnowledgeError::Index(IndexError::EmptyQuery))
     }
 
     /// Each source's state.

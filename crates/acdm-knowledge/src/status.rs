@@ -31,7 +31,9 @@ pub struct SourceStatus {
     pub last_success: Option<DateTime<Utc>>,
     /// Refreshes that failed, since start.
     pub errors: u64,
-    /// The last failure's message, cleared by a refresh that goes through.
+    /// Why the last refresh failed, as a stable reason (`upstream`,
+    /// `timed_out`, …; the log has the details), cleared by a refresh that
+    /// goes through.
     pub last_error: Option<String>,
     /// Documents held by name only because their text could not be had.
     pub unreadable_count: u64,
@@ -88,6 +90,11 @@ impl SourceStatus {
 
     pub(crate) fn add_unreadable(&mut self, unreadable: Vec<Unreadable>) {
         for item in unreadable {
+            tracing::warn!(
+                path = %item.path,
+                reason = %item.reason,
+                "a document is indexed by its name only: its text could not be had"
+            );
             self.unreadable_count += 1;
             self.unreadable.retain(|u| u.path != item.path);
             self.unreadable.push(item);

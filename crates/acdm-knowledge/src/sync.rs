@@ -26,8 +26,18 @@ use chrono::{DateTime, Utc};
 use crate::status::{RefreshCounts, Unreadable};
 use crate::{Inner, KnowledgeError};
 
-/// Changes written to the index in one commit.
+/// Changes written to the index in one commit, at most: so many
+/// documents, or so many bytes of their text (what a refresh holds in
+/// memory before it writes).
 const BATCH: usize = 200;
+const BATCH_BYTES: usize = 32 << 20;
+
+/// Extraction failures that say nothing of the document (the pool could
+/// not run it, or ran out of time under load): never recorded as the
+/// document's, so the next refresh tries again.
+fn transient(error: &acdm_extract::ExtractError) -> bool {
+    matches!(error.reason(), "unavailable" | "timed_out")
+}
 
 /// Plain-text files indexed as they are (by extension, lower-cased).
 const TEXT_EXTENSIONS: &[&str] = &[
@@ -100,15 +110,29 @@ impl Inner {
             unreadable: Vec::new(),
             failed: false,
             last_error: None,
+            pending_bytes: 0,
         };
         {
             let mut memory = self.folders.lock().await;
+            // A folder no longer provisioned is forgotten: provisioned
+            // again, it is walked whole.
+            memory
+                .etags
+                .retain(|folder, _| roots.iter().any(|root| root.contains(folder)));
             for root in &roots {
                 if self.trash.contains(root) {
                     continue;
                 }
-                walk.folder(root, &mut memory).await?;
+                let failed_before = walk.failed;
+                walk.failed = false;
+                let clean = walk.folder(root, &mut memory).await?;
+                let mut walked = self.walked.lock().await;
+                if clean {
+                    walked.insert(root.clone());
+                }
+                walk.failed |= failed_before;
             }
+            self.walked.lock().await.retain(|root| roots.contains(root));
         }
         // Gone: indexed keys no walk saw, unless their folder could not be
         // listed (kept as seen) — including every key of a folder that is
@@ -162,11 +186,11 @@ impl Inner {
             }
             Err(error) => {
                 counts.errors += 1;
-                self.status
-                    .lock()
-                    .await
-                    .wiki
-                    .failed(started, &error.to_string(), counts);
+                self.status.lock().await.wiki.failed(
+                    started,
+                    KnowledgeError::Source(error.clone()).reason(),
+                    counts,
+                );
                 return Err(error.into());
             }
         };
@@ -184,11 +208,11 @@ impl Inner {
             Ok(tree) => tree,
             Err(error) => {
                 counts.errors += 1;
-                self.status
-                    .lock()
-                    .await
-                    .wiki
-                    .failed(started, &error.to_string(), counts);
+                self.status.lock().await.wiki.failed(
+                    started,
+                    KnowledgeError::Source(error.clone()).reason(),
+                    counts,
+                );
                 return Err(error.into());
             }
         };
@@ -205,20 +229,25 @@ impl Inner {
         let mut last_error = None;
         for blob in &tree {
             let key = blob.path.to_string();
+            if hidden(blob.path.segments()) {
+                continue;
+            }
             present.insert(key.clone());
-            if hidden(blob.path.segments()) || known.get(&key) == Some(&blob.blob_id) {
+            if known.get(&key) == Some(&blob.blob_id) {
                 continue;
             }
             counts.downloads += 1;
             let body = match self.wiki_body(&blob.path, &commit, &blob.blob_id).await {
                 Ok(body) => body,
-                Err(KnowledgeError::Source(error)) if error.is_retryable() => {
-                    // Left for the next refresh: the head is not recorded.
+                Err(error @ (KnowledgeError::Source(_) | KnowledgeError::Extract(_))) => {
+                    // Left as the index has it, for the next refresh: the
+                    // head is not recorded.
                     counts.errors += 1;
-                    last_error = Some(error.to_string());
+                    tracing::warn!(path = %blob.path, error = %error, "a wiki file could not be indexed; the next refresh tries again");
+                    last_error = Some(error.reason().to_owned());
                     continue;
                 }
-                Err(error) => Body::Unreadable(error.reason().to_owned()),
+                Err(error) => return Err(error),
             };
             let name = blob.path.file_name().unwrap_or_default();
             changes.push(Change::Upsert(document(
@@ -267,7 +296,7 @@ impl Inner {
             return match self.reader.wiki(path, commit, version).await {
                 Ok(Some(text)) => Ok(Body::Text(text.extracted.text.clone(), Some(text.format()))),
                 Ok(None) => Ok(Body::NameOnly),
-                Err(KnowledgeError::Extract(error)) => {
+                Err(KnowledgeError::Extract(error)) if !transient(&error) => {
                     Ok(Body::Unreadable(error.reason().to_owned()))
                 }
                 Err(error) => Err(error),
@@ -288,7 +317,10 @@ impl Inner {
     /// when it is gone.
     pub(crate) async fn reindex_file(&self, path: &AbsPath) -> Result<(), KnowledgeError> {
         let roots = self.roots.roots().await?;
-        if self.trash.contains(path) || !roots.iter().any(|r| r.contains(path)) {
+        if self.trash.contains(path)
+            || hidden(path.segments())
+            || !roots.iter().any(|r| r.contains(path))
+        {
             return Ok(());
         }
         let mut unreadable = Vec::new();
@@ -314,6 +346,15 @@ impl Inner {
             Err(error) => return Err(error.into()),
         };
         let gone = matches!(change, Change::DeleteUnder { .. });
+        if gone {
+            // What was under it is gone from the index: a folder brought
+            // back there is walked whole.
+            self.folders
+                .lock()
+                .await
+                .etags
+                .retain(|folder, _| !path.contains(folder));
+        }
         let mut changes = vec![change];
         if gone {
             changes.push(Change::Delete {
@@ -334,7 +375,7 @@ impl Inner {
             return match self.reader.file(&entry.path).await {
                 Ok(Some(text)) => Ok(Body::Text(text.extracted.text.clone(), Some(text.format()))),
                 Ok(None) => Ok(Body::NameOnly),
-                Err(KnowledgeError::Extract(error)) => {
+                Err(KnowledgeError::Extract(error)) if !transient(&error) => {
                     Ok(Body::Unreadable(error.reason().to_owned()))
                 }
                 Err(error) => Err(error),
@@ -374,6 +415,8 @@ struct Walk<'a> {
     unreadable: Vec<Unreadable>,
     failed: bool,
     last_error: Option<String>,
+    /// Bytes of text in `changes`.
+    pending_bytes: usize,
 }
 
 impl Walk<'_> {
@@ -400,7 +443,8 @@ impl Walk<'_> {
                 Err(error) => {
                     self.counts.errors += 1;
                     self.failed = true;
-                    self.last_error = Some(format!("{current}: {error}"));
+                    tracing::warn!(folder = %current, error = %error, "a folder could not be listed; what the index holds under it stays");
+                    self.last_error = Some(KnowledgeError::Source(error).reason().to_owned());
                     self.keep_under(&current);
                     memory.etags.remove(&current);
                     clean = false;
@@ -437,6 +481,8 @@ impl Walk<'_> {
                 self.inner.apply(std::mem::take(&mut self.changes)).await?;
             }
         }
+        // A file that could not be read makes its walk unclean too.
+        let clean = clean && !self.failed;
         if clean {
             for (path, etag) in etags_to_record {
                 memory.etags.insert(path, etag);
@@ -460,19 +506,24 @@ impl Walk<'_> {
         self.counts.downloads += 1;
         let body = match self.inner.file_body(&entry).await {
             Ok(body) => body,
-            Err(KnowledgeError::Source(error)) => {
-                // Gone since the listing, or the upstream failed: the next
-                // refresh decides. What the index held stays.
+            Err(KnowledgeError::Source(SourceError::NotFound(_))) => {
+                // Gone since the listing: its folder's etag moved too.
+                return Ok(());
+            }
+            Err(error @ (KnowledgeError::Source(_) | KnowledgeError::Extract(_))) => {
+                // The upstream failed, or the extraction could not run (no
+                // fault of the document's): what the index held stays, and
+                // no folder above it is remembered as walked, so the next
+                // refresh comes back to it.
                 self.counts.errors += 1;
-                if !matches!(error, SourceError::NotFound(_)) {
-                    self.failed = true;
-                    self.last_error = Some(format!("{}: {error}", entry.path));
-                }
+                self.failed = true;
+                tracing::warn!(path = %entry.path, error = %error, "a file could not be indexed; the next refresh tries again");
+                self.last_error = Some(error.reason().to_owned());
                 return Ok(());
             }
             Err(error) => return Err(error),
         };
-        self.changes.push(Change::Upsert(document(
+        let document = document(
             SourceKind::Files,
             key,
             entry.name(),
@@ -480,8 +531,14 @@ impl Walk<'_> {
             entry.modified,
             version,
             &mut self.unreadable,
-        )));
+        );
+        self.pending_bytes += document.body.len();
+        self.changes.push(Change::Upsert(document));
         self.counts.indexed += 1;
+        if self.changes.len() >= BATCH || self.pending_bytes >= BATCH_BYTES {
+            self.pending_bytes = 0;
+            self.inner.apply(std::mem::take(&mut self.changes)).await?;
+        }
         Ok(())
     }
 

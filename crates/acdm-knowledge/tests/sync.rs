@@ -357,6 +357,7 @@ fn setup() -> Setup {
             index_dir: Some(dir.path().join("index")),
             refresh_every: Duration::from_secs(3600),
             max_file_bytes: 1 << 20,
+            documents_in_flight: 2,
         },
         KnowledgeSources {
             wiki: wiki.clone(),
@@ -616,6 +617,7 @@ async fn deleting_the_index_loses_nothing_it_is_rebuilt() {
             index_dir: Some(dir),
             refresh_every: Duration::from_secs(3600),
             max_file_bytes: 1 << 20,
+            documents_in_flight: 2,
         },
         KnowledgeSources {
             wiki: s.wiki.clone(),
@@ -695,6 +697,7 @@ async fn held_out_queries_find_their_files_through_the_tools_search_calls() {
             index_dir: Some(dir.path().join("index")),
             refresh_every: Duration::from_secs(3600),
             max_file_bytes: 1 << 20,
+            documents_in_flight: 2,
         },
         KnowledgeSources {
             wiki,

@@ -62,13 +62,17 @@ pub struct IndexHealth {
     pub lag_seconds: Option<u64>,
     /// Refreshes that failed since the server started.
     pub errors: u64,
-    /// The last failure, until a refresh goes through.
+    /// Why the last refresh failed, as a stable reason (`upstream`,
+    /// `timed_out`, …), until one goes through. (This report is open to
+    /// probes: no path or message of the upstreams is shown; the log has
+    /// them.)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     /// Documents indexed by name only because their text could not be had.
     pub unreadable: u64,
-    /// The newest of them, with why.
-    pub unreadable_recent: Vec<acdm_knowledge::Unreadable>,
+    /// The newest of them, counted by reason (`no_text`, `zip_bomb`, …);
+    /// which files, the log says.
+    pub unreadable_reasons: BTreeMap<String, u64>,
 }
 
 impl IndexHealth {
@@ -83,7 +87,13 @@ impl IndexHealth {
             errors: status.errors,
             last_error: status.last_error.clone(),
             unreadable: status.unreadable_count,
-            unreadable_recent: status.unreadable.clone(),
+            unreadable_reasons: status.unreadable.iter().fold(
+                BTreeMap::new(),
+                |mut reasons, item| {
+                    *reasons.entry(item.reason.clone()).or_default() += 1;
+                    reasons
+                },
+            ),
         }
     }
 }

@@ -1253,6 +1253,13 @@ fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
 
 /// A failure of the knowledge layer other than the source's own.
 fn knowledge_failure(error: KnowledgeError) -> Failure {
+    if Knowledge::is_empty_query(&error) {
+        return Failure::invalid(
+            "query",
+            "has no words to search for (only punctuation or symbols)",
+            "Search for one or two words that would appear in the file, e.g. \"budget\".",
+        );
+    }
     match error {
         KnowledgeError::Source(error) => error.into(),
         KnowledgeError::Extract(_) => document_failure(error, "the document"),
@@ -1276,6 +1283,16 @@ fn knowledge_failure(error: KnowledgeError) -> Failure {
 /// saying why.
 fn document_failure(error: KnowledgeError, what: &str) -> Failure {
     match error {
+        KnowledgeError::Extract(error) if error.reason() == "unavailable" => {
+            tracing::error!(error = %error, "the document extractor cannot run");
+            Failure::new(
+                ErrorCode::ServiceUnavailable,
+                format!(
+                    "{what} cannot be read as text now: the server's document reader is unavailable"
+                ),
+                "Retry in a few seconds; if it persists, tell the user the service is misconfigured.",
+            )
+        }
         KnowledgeError::Extract(error) => Failure::new(
             ErrorCode::DocumentUnreadable,
             format!(
