@@ -284,9 +284,18 @@ impl Knowledge {
             scope,
             limit,
         };
-        let results = tokio::task::spawn_blocking(move || index.search(&query))
+        let results = match tokio::task::spawn_blocking(move || index.search(&query))
             .await
-            .map_err(|_| KnowledgeError::Stopped)??;
+            .map_err(|_| KnowledgeError::Stopped)?
+        {
+            // Only punctuation or symbols: nothing to search for, so
+            // nothing found (the schema allows any 1–500 characters).
+            Err(IndexError::EmptyQuery) => acdm_index::SearchResults {
+                total_count: 0,
+                hits: Vec::new(),
+            },
+            other => other?,
+        };
         Ok(Found {
             total_count: results.total_count,
             hits: results
