@@ -111,7 +111,6 @@ const ALLOWED_EDGES: &[(&str, &[&str])] = &[
             "acdm-store",
             "acdm-journal",
             "acdm-extract",
-            "acdm-index",
             "acdm-knowledge",
             "acdm-mcp",
             "acdm-bff",

@@ -17,7 +17,6 @@ use acdm_bff::switch::KillSwitch;
 use acdm_core::limit::RateLimiter;
 use acdm_core::{ErrorCode, ScopeResolver, SharedToken};
 use acdm_extract::{Extractor, ExtractorConfig, Limits as ExtractLimits};
-use acdm_index::IndexError;
 use acdm_journal::{Journal, Settled};
 use acdm_knowledge::{
     Knowledge, KnowledgeError, KnowledgeSettings, KnowledgeSources, ProjectFolders,
@@ -38,9 +37,6 @@ use axum::extract::State;
 use axum::response::IntoResponse;
 use axum::response::Response;
 use axum::routing::get;
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
@@ -70,7 +66,7 @@ pub struct AppState {
     pub metrics: Arc<Registry>,
     mcp_metrics: McpMetrics,
     http_metrics: http::HttpMetrics,
-    index_metrics: IndexMetrics,
+    index_metrics: acdm_mcp::IndexMetrics,
     mcp: McpSettings,
     /// The database.
     pub store: Store,
@@ -146,61 +142,38 @@ fn knowledge(config: &Config, store: &Store, sources: &Sources) -> anyhow::Resul
         .search_index_dir
         .clone()
         .unwrap_or_else(|| config.data_dir.join("search-index"));
-    let extractor = extractor(config)?;
     // Each server keeps an index of its own: servers sharing a data folder
-    // (replicas on one host) take the first folder no other holds —
-    // `search-index`, then `search-index-1`, … — and a restarted server
-    // finds its old one again.
-    let mut slot = 0;
-    loop {
-        let index_dir = match slot {
-            0 => base.clone(),
-            n => {
-                let mut name = base.file_name().unwrap_or_default().to_owned();
-                name.push(format!("-{n}"));
-                base.with_file_name(name)
-            }
-        };
-        let opened = Knowledge::open(
-            &KnowledgeSettings {
-                index_dir: Some(index_dir.clone()),
-                refresh_every: config.search_refresh,
-                max_file_bytes: config.extract_max_file_bytes,
-                // As many documents in memory as children turn them into
-                // text: the memory reads of documents take is bounded by
-                // ACDM_EXTRACT_PROCESSES × (ACDM_EXTRACT_MAX_FILE_BYTES +
-                // 2 × ACDM_EXTRACT_MAX_TEXT_BYTES) plus the cache.
-                documents_in_flight: config.extract_processes,
-            },
-            KnowledgeSources {
-                wiki: sources.wiki.clone(),
-                files: sources.files.clone(),
-                files_base: config.files_base.clone(),
-                // Nextcloud propagates a change to every parent folder's
-                // etag; a local folder's etag is its own modification time.
-                folder_etags_cover_subtree: sources.files.kind() == "nextcloud",
-            },
-            extractor.clone(),
-            Arc::new(StoreFolders(store.clone())),
-        );
-        match opened {
-            Err(KnowledgeError::Index(IndexError::Locked(_))) if slot < MAX_INDEX_SLOTS => {
-                slot += 1;
-            }
-            other => {
-                return other.with_context(|| {
-                    format!(
-                        "cannot open the content index in {} (ACDM_SEARCH_INDEX_DIR)",
-                        index_dir.display()
-                    )
-                });
-            }
-        }
-    }
+    // (replicas on one host) take the first of `search-index`,
+    // `search-index-1`, … no other holds.
+    Knowledge::open(
+        &KnowledgeSettings {
+            index_dir: Some(base.clone()),
+            refresh_every: config.search_refresh,
+            max_file_bytes: config.extract_max_file_bytes,
+            // As many documents in memory as children turn them into text:
+            // the memory reads of documents take is bounded by
+            // ACDM_EXTRACT_PROCESSES × (ACDM_EXTRACT_MAX_FILE_BYTES +
+            // 2 × ACDM_EXTRACT_MAX_TEXT_BYTES) plus the cache.
+            documents_in_flight: config.extract_processes,
+        },
+        KnowledgeSources {
+            wiki: sources.wiki.clone(),
+            files: sources.files.clone(),
+            files_base: config.files_base.clone(),
+            // Nextcloud propagates a change to every parent folder's etag; a
+            // local folder's etag is its own modification time.
+            folder_etags_cover_subtree: sources.files.kind() == "nextcloud",
+        },
+        extractor(config)?,
+        Arc::new(StoreFolders(store.clone())),
+    )
+    .with_context(|| {
+        format!(
+            "cannot open the content index in {} (ACDM_SEARCH_INDEX_DIR)",
+            base.display()
+        )
+    })
 }
-
-/// Servers sharing one data folder that each get an index of their own.
-const MAX_INDEX_SLOTS: usize = 64;
 
 impl AppState {
     /// The state for `config` over an open, migrated `store` and `sources`.
@@ -261,7 +234,7 @@ impl AppState {
         let mut registry = Registry::default();
         let mcp_metrics = McpMetrics::register(&mut registry);
         let http_metrics = http::HttpMetrics::register(&mut registry);
-        let index_metrics = IndexMetrics::register(&mut registry);
+        let index_metrics = acdm_mcp::IndexMetrics::register(&mut registry);
         let mcp = McpSettings {
             allowed_hosts: config.mcp_allowed_hosts.clone(),
             sessions: config.mcp_sessions,
@@ -363,113 +336,8 @@ fn adapter_routes(state: &AppState) -> Router {
 #[derive(Clone)]
 struct MetricsState {
     registry: Arc<Registry>,
-    index: IndexMetrics,
+    index: acdm_mcp::IndexMetrics,
     knowledge: Knowledge,
-}
-
-/// The content index and the extraction pool, per source and reason.
-#[derive(Clone, Default)]
-struct IndexMetrics {
-    documents: Family<SourceLabel, Gauge>,
-    built: Family<SourceLabel, Gauge>,
-    lag: Family<SourceLabel, Gauge>,
-    errors: Family<SourceLabel, Gauge>,
-    unreadable: Family<SourceLabel, Gauge>,
-    extractions: Gauge,
-    cache_hits: Gauge,
-    failures: Family<ReasonLabel, Gauge>,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct SourceLabel {
-    source: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ReasonLabel {
-    reason: &'static str,
-}
-
-impl IndexMetrics {
-    fn register(registry: &mut Registry) -> Self {
-        let this = Self::default();
-        registry.register(
-            "acdm_index_documents",
-            "Documents in the content index, by source (wiki, files)",
-            this.documents.clone(),
-        );
-        registry.register(
-            "acdm_index_built",
-            "1 once the source's first refresh went through (searches use the index), else 0",
-            this.built.clone(),
-        );
-        registry.register(
-            "acdm_index_lag_seconds",
-            "Seconds since the index last reflected the source (absent before the first refresh)",
-            this.lag.clone(),
-        );
-        registry.register(
-            "acdm_index_refresh_errors",
-            "Refreshes of the source that failed since the server started",
-            this.errors.clone(),
-        );
-        registry.register(
-            "acdm_index_unreadable_documents",
-            "Documents indexed by name only because their text could not be had (/mcp/health says which and why)",
-            this.unreadable.clone(),
-        );
-        registry.register(
-            "acdm_extract_children",
-            "Extraction child processes started since the server started",
-            this.extractions.clone(),
-        );
-        registry.register(
-            "acdm_extract_cache_hits",
-            "Documents' text answered from the extraction cache since the server started",
-            this.cache_hits.clone(),
-        );
-        registry.register(
-            "acdm_extract_failures",
-            "Documents that could not be turned into text since the server started, by reason",
-            this.failures.clone(),
-        );
-        this
-    }
-
-    async fn update(&self, knowledge: &Knowledge) {
-        let status = knowledge.status().await;
-        let now = chrono::Utc::now();
-        for (source, state) in [("wiki", &status.wiki), ("files", &status.files)] {
-            let label = SourceLabel { source };
-            let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-            self.documents
-                .get_or_create(&label)
-                .set(count(state.documents));
-            self.built.get_or_create(&label).set(i64::from(state.built));
-            self.errors.get_or_create(&label).set(count(state.errors));
-            self.unreadable
-                .get_or_create(&label)
-                .set(count(state.unreadable_count));
-            match state.lag_seconds(now) {
-                Some(lag) => {
-                    self.lag.get_or_create(&label).set(count(lag));
-                }
-                None => {
-                    self.lag.remove(&label);
-                }
-            }
-        }
-        let stats = knowledge.extractor().stats();
-        self.extractions
-            .set(i64::try_from(stats.extractions).unwrap_or(i64::MAX));
-        self.cache_hits
-            .set(i64::try_from(stats.cache_hits).unwrap_or(i64::MAX));
-        for (reason, n) in stats.failures {
-            self.failures
-                .get_or_create(&ReasonLabel { reason })
-                .set(i64::try_from(n).unwrap_or(i64::MAX));
-        }
-    }
 }
 
 async fn metrics(State(state): State<MetricsState>) -> Response {

@@ -943,12 +943,6 @@ impl Ctx {
 
 /// A failure of the knowledge layer other than a source's or a document's.
 fn knowledge_failure(error: KnowledgeError) -> Failure {
-    if Knowledge::is_empty_query(&error) {
-        return invalid_field(
-            "query",
-            "has no words to search for (only punctuation or symbols)",
-        );
-    }
     match error {
         KnowledgeError::Source(error) => Failure::new(error.code(), error.to_string()),
         KnowledgeError::Extract(error) if error.reason() == "unavailable" => {

@@ -88,7 +88,8 @@ impl KnowledgeError {
 /// How the knowledge layer is set up.
 #[derive(Debug, Clone)]
 pub struct KnowledgeSettings {
-    /// The index's folder (`None`: in memory, for tests).
+    /// The index's folder (`None`: in memory, for tests); when another
+    /// server holds it, the first free `<folder>-N` beside it.
     pub index_dir: Option<std::path::PathBuf>,
     /// How often the sources are checked for changes; zero turns the
     /// index off (searches answer `None`: the upstreams' own).
@@ -181,10 +182,7 @@ impl Knowledge {
         extractor: Extractor,
         roots: Arc<dyn ProjectFolders>,
     ) -> Result<Self, KnowledgeError> {
-        let index = SearchIndex::open(&IndexSettings {
-            dir: settings.index_dir.clone(),
-            writer_heap_bytes: 20 << 20,
-        })?;
+        let index = open_own_index(settings.index_dir.as_deref())?;
         Ok(Self(Arc::new(Inner {
             reader: document::Reader {
                 files: sources.files,
@@ -380,12 +378,6 @@ impl Knowledge {
         self.0.kick.notify_one();
     }
 
-    /// True when `error` is a query with nothing to search for (only
-    /// punctuation or symbols): the caller's to fix, not the index's fault.
-    pub fn is_empty_query(error: &KnowledgeError) -> bool {
-        matches!(error, KnowledgeError::Index(IndexError::EmptyQuery))
-    }
-
     /// Each source's state.
     pub async fn status(&self) -> IndexStatus {
         self.0.status.lock().await.clone()
@@ -394,6 +386,33 @@ impl Knowledge {
     /// Bytes the index takes on disk.
     pub fn index_bytes(&self) -> u64 {
         self.0.index.stats().bytes
+    }
+}
+
+/// Servers sharing one index folder that each get an index of their own.
+const MAX_INDEX_SLOTS: usize = 64;
+
+/// The index in `dir` (in memory without one), or — when another server
+/// holds it (replicas sharing a data folder) — in the first of `dir-1`,
+/// `dir-2`, … no other holds; a restarted server finds its old one again.
+fn open_own_index(dir: Option<&std::path::Path>) -> Result<SearchIndex, KnowledgeError> {
+    let mut slot = 0;
+    loop {
+        let dir = dir.map(|base| match slot {
+            0 => base.to_owned(),
+            n => {
+                let mut name = base.file_name().unwrap_or_default().to_owned();
+                name.push(format!("-{n}"));
+                base.with_file_name(name)
+            }
+        });
+        match SearchIndex::open(&IndexSettings {
+            dir,
+            writer_heap_bytes: 20 << 20,
+        }) {
+            Err(IndexError::Locked(_)) if slot < MAX_INDEX_SLOTS => slot += 1,
+            other => return Ok(other?),
+        }
     }
 }
 

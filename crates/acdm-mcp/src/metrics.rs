@@ -1,10 +1,13 @@
 //! Prometheus metrics of the knowledge tools: calls by tool and outcome
 //! (`ok` or the error code), and latency by tool. Labels are bounded sets
 //! (four tools, the error-code table) — never a query, path or project.
+//! And the content index per source and the extraction pool per failure
+//! reason ([`IndexMetrics`]).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -59,6 +62,114 @@ impl McpMetrics {
         self.latency
             .get_or_create(&ToolLabel { tool })
             .observe(seconds);
+    }
+}
+
+/// The content index and the extraction pool, per source and reason.
+#[derive(Clone, Default)]
+pub struct IndexMetrics {
+    documents: Family<SourceLabel, Gauge>,
+    built: Family<SourceLabel, Gauge>,
+    lag: Family<SourceLabel, Gauge>,
+    errors: Family<SourceLabel, Gauge>,
+    unreadable: Family<SourceLabel, Gauge>,
+    extractions: Gauge,
+    cache_hits: Gauge,
+    failures: Family<ReasonLabel, Gauge>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+impl IndexMetrics {
+    /// Registers the metrics in `registry`.
+    pub fn register(registry: &mut Registry) -> Self {
+        let this = Self::default();
+        registry.register(
+            "acdm_index_documents",
+            "Documents in the content index, by source (wiki, files)",
+            this.documents.clone(),
+        );
+        registry.register(
+            "acdm_index_built",
+            "1 once the source's first refresh went through (searches use the index), else 0",
+            this.built.clone(),
+        );
+        registry.register(
+            "acdm_index_lag_seconds",
+            "Seconds since the index last reflected the source (absent before the first refresh)",
+            this.lag.clone(),
+        );
+        registry.register(
+            "acdm_index_refresh_errors",
+            "Refreshes of the source that failed since the server started",
+            this.errors.clone(),
+        );
+        registry.register(
+            "acdm_index_unreadable_documents",
+            "Documents indexed by name only because their text could not be had (/mcp/health says which and why)",
+            this.unreadable.clone(),
+        );
+        registry.register(
+            "acdm_extract_children",
+            "Extraction child processes started since the server started",
+            this.extractions.clone(),
+        );
+        registry.register(
+            "acdm_extract_cache_hits",
+            "Documents' text answered from the extraction cache since the server started",
+            this.cache_hits.clone(),
+        );
+        registry.register(
+            "acdm_extract_failures",
+            "Documents that could not be turned into text since the server started, by reason",
+            this.failures.clone(),
+        );
+        this
+    }
+
+    /// Copies the index's and the pool's current figures in (at each
+    /// scrape: they are read, not pushed).
+    pub async fn update(&self, knowledge: &acdm_knowledge::Knowledge) {
+        let status = knowledge.status().await;
+        let now = chrono::Utc::now();
+        for (source, state) in [("wiki", &status.wiki), ("files", &status.files)] {
+            let label = SourceLabel { source };
+            let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+            self.documents
+                .get_or_create(&label)
+                .set(count(state.documents));
+            self.built.get_or_create(&label).set(i64::from(state.built));
+            self.errors.get_or_create(&label).set(count(state.errors));
+            self.unreadable
+                .get_or_create(&label)
+                .set(count(state.unreadable_count));
+            match state.lag_seconds(now) {
+                Some(lag) => {
+                    self.lag.get_or_create(&label).set(count(lag));
+                }
+                None => {
+                    self.lag.remove(&label);
+                }
+            }
+        }
+        let stats = knowledge.extractor().stats();
+        self.extractions
+            .set(i64::try_from(stats.extractions).unwrap_or(i64::MAX));
+        self.cache_hits
+            .set(i64::try_from(stats.cache_hits).unwrap_or(i64::MAX));
+        for (reason, n) in stats.failures {
+            self.failures
+                .get_or_create(&ReasonLabel { reason })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
     }
 }
 

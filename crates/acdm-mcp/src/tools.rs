@@ -1253,13 +1253,6 @@ fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
 
 /// A failure of the knowledge layer other than the source's own.
 fn knowledge_failure(error: KnowledgeError) -> Failure {
-    if Knowledge::is_empty_query(&error) {
-        return Failure::invalid(
-            "query",
-            "has no words to search for (only punctuation or symbols)",
-            "Search for one or two words that would appear in the file, e.g. \"budget\".",
-        );
-    }
     match error {
         KnowledgeError::Source(error) => error.into(),
         KnowledgeError::Extract(_) => document_failure(error, "the document"),
