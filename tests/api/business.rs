@@ -103,6 +103,7 @@ pub(crate) async fn seed_report(
                 project: &details.project.to_ref(),
                 target: format!("report:{}", report.report_id),
                 params: json!({}),
+                approval: None,
             },
             Change {
                 op: EventOp::CreateReport,
@@ -382,6 +383,7 @@ async fn attachments_are_never_ghosts_and_reverts_put_rows_and_files_back() {
         acdm_bff::business::BusinessState::new(
             env.app.state.journal.clone(),
             env.app.state.kill_switch.clone(),
+            acdm_bff::approval::Approvals::off(env.app.state.store.clone()),
         ),
         100,
     );
@@ -803,6 +805,7 @@ async fn the_calendar_merges_meetings_and_milestone_due_dates_by_time() {
                 project: &project,
                 target: "milestone:1".into(),
                 params: json!({}),
+                approval: None,
             },
             Change {
                 op: EventOp::SetMilestone,

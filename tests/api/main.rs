@@ -11,6 +11,7 @@
 )]
 
 mod admin;
+mod approvals;
 mod business;
 mod business_typed;
 mod catalog;

@@ -110,12 +110,14 @@ async fn seed(app: &Application, run: &str) -> (String, MeetingId) {
         project: &project,
         target: target.to_owned(),
         params: json!({}),
+        approval: None,
     };
     let by_operator = |target: &str| Record {
         actor: &operator,
         project: &project,
         target: target.to_owned(),
         params: json!({}),
+        approval: None,
     };
     let mut events = 0usize;
     let folder = AbsPath::parse("/Projects").unwrap().child(&name);

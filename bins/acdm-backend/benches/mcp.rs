@@ -29,6 +29,9 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use acdm_backend::app::Application;
 use acdm_backend::config::Config;
 use load::{WARM_UP, env_number, print_header, print_row};

@@ -8,12 +8,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use acdm_bff::admin::{self, AdminState};
+use acdm_bff::approval::{Approvals, Delivery, DeliveryStats};
 use acdm_bff::business::{AttachmentSweep, BusinessState, Swept};
 use acdm_bff::envelope::failure;
 use acdm_bff::nc::{NcLimits, NcState};
 use acdm_bff::pipeline::{AgentLimits, PipelineState};
 use acdm_bff::project::ProjectState;
 use acdm_bff::switch::KillSwitch;
+use acdm_core::approval::ApprovalTtl;
 use acdm_core::limit::RateLimiter;
 use acdm_core::{ErrorCode, ScopeResolver, SharedToken};
 use acdm_extract::{Extractor, ExtractorConfig, Limits as ExtractLimits};
@@ -26,6 +28,7 @@ use acdm_sources::gitlab::{GitLabConfig, GitLabWiki};
 use acdm_sources::http::HttpClient;
 use acdm_sources::local::{LocalFileSearch, LocalFileStore, LocalWiki};
 use acdm_sources::nextcloud::{NextcloudConfig, NextcloudFiles, NextcloudSearch};
+use acdm_sources::webhook::WebhookSender;
 use acdm_sources::{FileReader, FileSearch, FileWriter, GitRef, Sources, Unconfigured, WikiSource};
 use acdm_store::{
     Change, Changes, EpochCheck, ScopeWatcher, SharedLimiter, Store, StoreError, SwitchState,
@@ -94,6 +97,9 @@ pub struct AppState {
     max_request_bytes: usize,
     /// Documents as text and the content index.
     pub knowledge: Knowledge,
+    /// The approval notifications' sender, with a webhook configured.
+    delivery: Option<Delivery>,
+    notification_metrics: acdm_mcp::NotificationMetrics,
 }
 
 /// The provisioned folders the content index covers: every project's
@@ -175,6 +181,27 @@ fn knowledge(config: &Config, store: &Store, sources: &Sources) -> anyhow::Resul
     })
 }
 
+/// `ACDM_APPROVAL_*`: the policy and lifetime of approval requests, and
+/// their notifications' sender when a webhook is configured.
+fn approvals(config: &Config, store: &Store) -> anyhow::Result<(Approvals, Option<Delivery>)> {
+    let ttl = ApprovalTtl::new(config.approval_ttl).map_err(anyhow::Error::msg)?;
+    let delivery = match (&config.approval_webhook_url, &config.approval_webhook_secret) {
+        (Some(url), Some(secret)) => {
+            let client = HttpClient::new(config.upstream()).context("cannot build the webhook's HTTP client")?;
+            let sender = WebhookSender::new(client, url.clone(), secret).context("ACDM_APPROVAL_WEBHOOK_SECRET")?;
+            Some(Delivery::new(sender))
+        }
+        _ => None,
+    };
+    let public = config.public_url.as_ref().map_or_else(
+        || format!("http://{}", config.listen_addr),
+        |url| url.as_str().trim_end_matches('/').to_owned(),
+    );
+    let notifications = delivery.as_ref().map(|d| d.notifications(format!("{public}/console")));
+    let global = config.approval_required_ops.clone();
+    Ok((Approvals::new(store.clone(), global, ttl, notifications), delivery))
+}
+
 impl AppState {
     /// The state for `config` over an open, migrated `store` and `sources`.
     pub fn new(config: &Config, store: Store, sources: ServiceSources) -> anyhow::Result<Self> {
@@ -192,6 +219,7 @@ impl AppState {
         let knowledge = knowledge(config, &store, &sources)?;
         let kill_switch = KillSwitch::new(config.nc_writes_enabled);
         let read_max = config.mcp_max_read_bytes;
+        let (approvals, delivery) = approvals(config, &store)?;
         let nc = NcState::new(
             journal.clone(),
             sources.search.clone(),
@@ -202,9 +230,10 @@ impl AppState {
                 ..NcLimits::default()
             },
             Some(knowledge.clone()),
+            approvals.clone(),
         );
-        let business = BusinessState::new(journal.clone(), kill_switch.clone());
-        let project = ProjectState::new(journal.clone(), kill_switch.clone());
+        let business = BusinessState::new(journal.clone(), kill_switch.clone(), approvals.clone());
+        let project = ProjectState::new(journal.clone(), kill_switch.clone(), approvals.clone());
         let admin = config
             .admin_token
             .as_ref()
@@ -216,6 +245,7 @@ impl AppState {
                     resolver.clone(),
                     config.files_base.clone(),
                     token,
+                    approvals.clone(),
                 )
             });
         let console = config.admin_token.as_ref().and_then(|t| {
@@ -235,6 +265,7 @@ impl AppState {
         let mcp_metrics = McpMetrics::register(&mut registry);
         let http_metrics = http::HttpMetrics::register(&mut registry);
         let index_metrics = acdm_mcp::IndexMetrics::register(&mut registry);
+        let notification_metrics = acdm_mcp::NotificationMetrics::register(&mut registry);
         let mcp = McpSettings {
             allowed_hosts: config.mcp_allowed_hosts.clone(),
             sessions: config.mcp_sessions,
@@ -284,6 +315,8 @@ impl AppState {
             console,
             max_request_bytes: config.max_request_bytes,
             knowledge,
+            delivery,
+            notification_metrics,
         })
     }
 }
@@ -338,10 +371,17 @@ struct MetricsState {
     registry: Arc<Registry>,
     index: acdm_mcp::IndexMetrics,
     knowledge: Knowledge,
+    notifications: Option<(acdm_mcp::NotificationMetrics, Store, Arc<DeliveryStats>)>,
 }
 
 async fn metrics(State(state): State<MetricsState>) -> Response {
     state.index.update(&state.knowledge).await;
+    if let Some((gauges, store, stats)) = &state.notifications {
+        use std::sync::atomic::Ordering::Relaxed;
+        let backlog = store.outbox_backlog().await.unwrap_or_default();
+        let (delivered, failed) = (stats.delivered.load(Relaxed), stats.failed.load(Relaxed));
+        gauges.set(backlog.waiting, backlog.failing, delivered, failed);
+    }
     let registry = state.registry;
     let mut text = String::new();
     match prometheus_client::encoding::text::encode(&mut text, &registry) {
@@ -389,6 +429,9 @@ pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
                 registry: state.metrics.clone(),
                 index: state.index_metrics.clone(),
                 knowledge: state.knowledge.clone(),
+                notifications: state.delivery.as_ref().map(|d| {
+                    (state.notification_metrics.clone(), state.store.clone(), d.stats.clone())
+                }),
             }),
         )
         .route("/openapi.json", get(openapi))
@@ -511,6 +554,10 @@ impl Application {
         // the upstreams' until it is done), then every ACDM_SEARCH_REFRESH_SECONDS.
         let knowledge = state.knowledge.clone();
         periodic.spawn("content-index", move |stop| knowledge.run(stop));
+        if let Some(delivery) = state.delivery.clone() {
+            let store = store.clone();
+            periodic.spawn("approval-notifications", move |stop| delivery.run(store, stop));
+        }
         let listener = match server::bind(config.listen_addr) {
             Ok(listener) => listener,
             Err(error) => {

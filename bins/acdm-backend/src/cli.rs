@@ -106,6 +106,7 @@ pub async fn run_operator(command: Command, config: &Config) -> anyhow::Result<(
                 store: &store,
                 files_base: &config.files_base,
                 nc_writes_enabled: config.nc_writes_enabled,
+                approval_policy: config.approval_required_ops.clone(),
                 scope_poll_interval: config.scope_poll_interval,
                 files: &files,
             };

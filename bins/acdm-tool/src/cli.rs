@@ -72,6 +72,12 @@ pub(crate) struct Cli {
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub(crate) human: bool,
 
+    /// The approval of exactly this write, once a project owner or admin
+    /// approved it (the approval_id an approval_required answer gave);
+    /// send the same arguments as the call that asked.
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "ID")]
+    pub(crate) approval_id: Option<String>,
+
     /// What to call.
     #[command(subcommand)]
     pub(crate) command: Command,

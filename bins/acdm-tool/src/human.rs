@@ -42,6 +42,19 @@ impl Human for () {
     fn human(&self, _out: &mut String) {}
 }
 
+/// A failure's data whatever its shape (an approval request, field
+/// problems): indented JSON, terminal controls escaped.
+impl Human for serde_json::Value {
+    fn human(&self, out: &mut String) {
+        if self.is_null() {
+            return;
+        }
+        for text in serde_json::to_string_pretty(self).unwrap_or_default().lines() {
+            line(out, format_args!("  {}", clean(text)));
+        }
+    }
+}
+
 impl Human for MountsData {
     fn human(&self, out: &mut String) {
         if self.mounts.is_empty() {

@@ -24,7 +24,11 @@ use acdm_core::nc::{
     DeleteData, DeleteRequest, Encoding, ListRequest, MoveRequest, ReadAs, ReadRequest,
     SearchRequest, WriteRequest,
 };
-use acdm_core::project::AdvanceMilestoneRequest;
+use acdm_core::approval::{ApprovalId, WithApproval};
+use acdm_core::business::wire::{BusinessOp, MeetingFileWritten, MeetingWritten, ReportStatusData};
+use acdm_core::nc::{MoveData, NcOp, WriteData};
+use acdm_core::project::{AdvanceData, AdvanceMilestoneRequest, ProjectOp};
+use serde::de::DeserializeOwned;
 use acdm_core::{ErrorCode, Identity, IdentityError, ToolResponse};
 use acdm_harness_client::{ClientConfig, HarnessClient};
 use base64::Engine as _;
@@ -100,35 +104,111 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
         }
     };
     let client = client.as_identity(identity);
+    let approval = match cli.approval_id.as_deref().map(str::parse::<ApprovalId>) {
+        None => None,
+        Some(Ok(id)) => Some(id),
+        Some(Err(_)) => {
+            return usage_error("--approval-id must be the approval_id an approval_required answer gave (a UUID)");
+        }
+    };
+    let w = Writes {
+        client: &client,
+        approval,
+        human,
+    };
     match call {
         Call::ListMounts => emit(&client.nc_list_mounts().await, human),
         Call::List(request) => emit(&client.nc_list(&request).await, human),
         Call::Read(request) => emit(&client.nc_read(&request).await, human),
         Call::Search(request) => emit(&client.nc_search(&request).await, human),
-        Call::Write(request) => emit(&client.nc_write(&request).await, human),
-        Call::Delete(request) => emit(&confirm_with_yes(client.nc_delete(&request).await), human),
-        Call::Move(request) => emit(&client.nc_move(&request).await, human),
+        Call::Write(r) => w.send::<_, WriteData>(NcOp::Write.path(), &r, same).await,
+        Call::Delete(r) => w.send(NcOp::Delete.path(), &r, confirm_with_yes).await,
+        Call::Move(r) => w.send::<_, MoveData>(NcOp::Move.path(), &r, same).await,
         Call::ListMeetings(r) => emit(&client.business_list_meetings(&r).await, human),
         Call::GetMeeting(r) => emit(&client.business_get_meeting(&r).await, human),
-        Call::CreateMeeting(r) => emit(&client.business_create_meeting(&r).await, human),
-        Call::UpdateMeeting(r) => emit(&client.business_update_meeting(&r).await, human),
-        Call::DeleteMeeting(r) => emit(
-            &confirm_meeting_delete_with_yes(client.business_delete_meeting(&r).await),
-            human,
-        ),
+        Call::CreateMeeting(r) => {
+            w.send::<_, MeetingWritten>(BusinessOp::CreateMeeting.path(), &r, same)
+                .await
+        }
+        Call::UpdateMeeting(r) => {
+            w.send::<_, MeetingWritten>(BusinessOp::UpdateMeeting.path(), &r, same)
+                .await
+        }
+        Call::DeleteMeeting(r) => {
+            w.send(
+                BusinessOp::DeleteMeeting.path(),
+                &r,
+                confirm_meeting_delete_with_yes,
+            )
+            .await
+        }
         Call::ListMeetingFiles(r) => emit(&client.business_list_meeting_files(&r).await, human),
-        Call::AttachMeetingFile(r) => emit(&client.business_attach_meeting_file(&r).await, human),
-        Call::DeleteMeetingFile(r) => emit(&client.business_delete_meeting_file(&r).await, human),
+        Call::AttachMeetingFile(r) => {
+            w.send::<_, MeetingFileWritten>(BusinessOp::AttachMeetingFile.path(), &r, same)
+                .await
+        }
+        Call::DeleteMeetingFile(r) => {
+            w.send::<_, MeetingFileWritten>(BusinessOp::DeleteMeetingFile.path(), &r, same)
+                .await
+        }
         Call::ListCalendar(r) => emit(&client.business_list_calendar(&r).await, human),
         Call::ListReports(r) => emit(&client.business_list_reports(&r).await, human),
         Call::GetReport(r) => emit(&client.business_get_report(&r).await, human),
-        Call::UpdateReportStatus(r) => emit(&client.business_update_report_status(&r).await, human),
+        Call::UpdateReportStatus(r) => {
+            w.send::<_, ReportStatusData>(BusinessOp::UpdateReportStatus.path(), &r, same)
+                .await
+        }
         Call::ListMembers => emit(&client.business_list_members().await, human),
         Call::GetProjectMeta => emit(&client.business_get_project_meta().await, human),
         Call::Overview => emit(&client.project_overview().await, human),
         Call::Sow => emit(&client.project_sow().await, human),
-        Call::Advance(r) => emit(&client.project_advance_milestone(&r).await, human),
+        Call::Advance(r) => {
+            w.send::<_, AdvanceData>(ProjectOp::AdvanceMilestone.path(), &r, same)
+                .await
+        }
     }
+}
+
+/// How writes are sent: with `--approval-id` when given, and a failure's
+/// data printed whatever its shape (an `approval_required` answer's
+/// approval id and preview are what the user needs).
+struct Writes<'a> {
+    client: &'a acdm_harness_client::Scoped<'a>,
+    approval: Option<ApprovalId>,
+    human: bool,
+}
+
+impl Writes<'_> {
+    async fn send<Req: Serialize, Resp: DeserializeOwned + Serialize + Human>(
+        &self,
+        path: &str,
+        request: &Req,
+        adjust: fn(ToolResponse<Resp>) -> ToolResponse<Resp>,
+    ) -> ExitCode {
+        let answer: ToolResponse<serde_json::Value> = match self.approval {
+            Some(approval_id) => {
+                self.client
+                    .call(path, &WithApproval { approval_id, request })
+                    .await
+            }
+            None => self.client.call(path, request).await,
+        };
+        if !answer.is_success() {
+            return emit(&answer, self.human);
+        }
+        let typed = serde_json::to_value(&answer)
+            .ok()
+            .and_then(|value| serde_json::from_value::<ToolResponse<Resp>>(value).ok());
+        match typed {
+            Some(typed) => emit(&adjust(typed), self.human),
+            None => emit(&answer, self.human),
+        }
+    }
+}
+
+/// An answer printed as it came.
+fn same<T>(response: ToolResponse<T>) -> ToolResponse<T> {
+    response
 }
 
 /// `catalog`: the tool definitions, as JSON or a readable list.

@@ -16,8 +16,11 @@ use acdm_core::{
     AbsPath, AgentName, ErrorCode, MountName, ProjectName, ProjectSlug, ScopeResolver, SharedToken,
     ToolResponse, UserId,
 };
+use acdm_core::approval::{ApprovalId, ApprovalPolicy, ApprovalStatus, WriteOp};
 use acdm_journal::Journal;
-use acdm_store::{EventFilter, NC_WRITES_SWITCH, Store};
+use acdm_store::{ApprovalFilter, EventFilter, NC_WRITES_SWITCH, Store};
+
+use crate::approval::ApprovalView;
 use axum::Router;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderValue, header};
@@ -45,6 +48,7 @@ pub struct AdminState {
     token: SharedToken,
     journal: Journal,
     switch: KillSwitch,
+    approvals: crate::approval::Approvals,
 }
 
 impl AdminState {
@@ -57,6 +61,7 @@ impl AdminState {
         resolver: Arc<ScopeResolver>,
         files_base: AbsPath,
         token: SharedToken,
+        approvals: crate::approval::Approvals,
     ) -> Self {
         Self {
             store: journal.store().clone(),
@@ -65,6 +70,7 @@ impl AdminState {
             token,
             journal,
             switch,
+            approvals,
         }
     }
 }
@@ -459,6 +465,220 @@ async fn revert_event(
         },
         message,
     )
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ApprovalsQuery {
+    /// Only approvals in this status (`expired`: pending or approved ones
+    /// past their expiry).
+    #[serde(default)]
+    #[schemars(with = "Option<ApprovalStatus>")]
+    status: Option<String>,
+    /// Only this project's approvals (its slug).
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"))]
+    project: Option<String>,
+    /// Only approvals of this operation (`nc.delete`, …).
+    #[serde(default)]
+    #[schemars(with = "Option<WriteOp>")]
+    op: Option<String>,
+    /// How many, newest first (default 50).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 500))]
+    limit: Option<u32>,
+    /// The page after this approval (the previous page's `next_before`).
+    #[serde(default)]
+    #[schemars(with = "Option<ApprovalId>")]
+    before: Option<String>,
+}
+
+/// A page of approvals, newest first.
+#[derive(Serialize, schemars::JsonSchema)]
+struct ApprovalsPage {
+    /// The approvals.
+    approvals: Vec<ApprovalView>,
+    /// Pass as `before` for the next page; `null` at the end.
+    next_before: Option<ApprovalId>,
+}
+
+fn approval_id_param(field: &str, raw: &str) -> Result<ApprovalId, Failure> {
+    raw.parse::<ApprovalId>()
+        .map_err(|_| invalid_field(field, "must be an approval id (a UUID)"))
+}
+
+async fn list_approvals(
+    State(state): State<AdminState>,
+    query: Result<Query<ApprovalsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Reply {
+    let Query(query) = query.map_err(|e| invalid_field("query", e.body_text()))?;
+    let limit = query.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(invalid_field("limit", "must be between 1 and 500"));
+    }
+    let filter = ApprovalFilter {
+        project: query
+            .project
+            .as_deref()
+            .map(|p| ProjectSlug::parse(p).map_err(|e| invalid_field("project", e.to_string())))
+            .transpose()?,
+        status: query
+            .status
+            .as_deref()
+            .map(|s| {
+                s.parse::<ApprovalStatus>()
+                    .map_err(|e| invalid_field("status", e.to_string()))
+            })
+            .transpose()?,
+        op: query
+            .op
+            .as_deref()
+            .map(|o| o.parse::<WriteOp>().map_err(|e| invalid_field("op", e.to_string())))
+            .transpose()?,
+        before: query
+            .before
+            .as_deref()
+            .map(|b| approval_id_param("before", b))
+            .transpose()?,
+        limit,
+    };
+    let approvals = state.store.list_approvals(&filter).await?;
+    let next_before = (approvals.len() == limit as usize)
+        .then(|| approvals.last().map(|a| a.approval_id))
+        .flatten();
+    let mut views = Vec::with_capacity(approvals.len());
+    for approval in approvals {
+        views.push(state.approvals.view(approval).await?);
+    }
+    let message = format!("{} approval(s), newest first", views.len());
+    ok(
+        ApprovalsPage {
+            approvals: views,
+            next_before,
+        },
+        message,
+    )
+}
+
+async fn show_approval(State(state): State<AdminState>, Path(id): Path<String>) -> Reply {
+    let id = approval_id_param("id", &id)?;
+    let approval = state.store.approval(id).await?;
+    let view = state.approvals.view(approval).await?;
+    let message = format!(
+        "approval {id}: {} in project `{}` ({})",
+        view.approval.request.op, view.approval.request.project, view.current_status
+    );
+    ok(view, message)
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ApproveBody {
+    /// The approver: an owner or admin of the project, not the user who
+    /// asked.
+    user_id: UserId,
+    /// Why, for the record.
+    #[serde(default)]
+    #[schemars(length(max = 2000))]
+    note: Option<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RejectBody {
+    /// Who rejects: an owner or admin of the project, not the user who
+    /// asked.
+    user_id: UserId,
+    /// Why (the agent is told).
+    #[schemars(length(min = 1, max = 2000))]
+    reason: String,
+}
+
+/// A decision's note or reason: one bounded piece of text.
+fn decision_text(field: &str, text: &str) -> Result<(), Failure> {
+    if text.trim().is_empty() {
+        return Err(invalid_field(field, "must not be blank"));
+    }
+    if text.chars().count() > 2000 {
+        return Err(invalid_field(field, "must be at most 2000 characters"));
+    }
+    Ok(())
+}
+
+async fn approve_approval(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+    StrictJson(body): StrictJson<ApproveBody>,
+) -> Reply {
+    let id = approval_id_param("id", &id)?;
+    if let Some(note) = &body.note {
+        decision_text("note", note)?;
+    }
+    let decided = state
+        .approvals
+        .decide(id, true, &body.user_id, body.note.as_deref())
+        .await?;
+    let view = state.approvals.view(decided).await?;
+    ok(view, format!("approval {id} approved by `{}`", body.user_id))
+}
+
+async fn reject_approval(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+    StrictJson(body): StrictJson<RejectBody>,
+) -> Reply {
+    let id = approval_id_param("id", &id)?;
+    decision_text("reason", &body.reason)?;
+    let decided = state
+        .approvals
+        .decide(id, false, &body.user_id, Some(&body.reason))
+        .await?;
+    let view = state.approvals.view(decided).await?;
+    ok(view, format!("approval {id} rejected by `{}`", body.user_id))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SetPolicy {
+    /// The write operations that need approval in this project (replaces
+    /// the deployment's list for it; empty: none).
+    ops: Vec<WriteOp>,
+}
+
+async fn show_approval_policy(
+    State(state): State<AdminState>,
+    Path(slug): Path<String>,
+) -> Reply {
+    let slug = slug_param(&slug)?;
+    let view = state.approvals.policy(&slug).await?;
+    let message = format!("project `{slug}`: approval needed for [{}] ({:?})", view.ops.to_list(), view.source);
+    ok(view, message)
+}
+
+async fn set_approval_policy(
+    State(state): State<AdminState>,
+    Path(slug): Path<String>,
+    StrictJson(body): StrictJson<SetPolicy>,
+) -> Reply {
+    let slug = slug_param(&slug)?;
+    let policy = ApprovalPolicy::of(body.ops);
+    let view = state
+        .approvals
+        .set_policy(&slug, Some(&policy), Some("operator API"))
+        .await?;
+    ok(view, format!("project `{slug}` has its own approval policy"))
+}
+
+async fn clear_approval_policy(
+    State(state): State<AdminState>,
+    Path(slug): Path<String>,
+) -> Reply {
+    let slug = slug_param(&slug)?;
+    let view = state
+        .approvals
+        .set_policy(&slug, None, Some("operator API"))
+        .await?;
+    ok(view, format!("project `{slug}` follows the deployment's approval policy"))
 }
 
 async fn show_kill_switch(State(state): State<AdminState>) -> Reply {
@@ -903,6 +1123,20 @@ admin_ops! {
     ShowKillSwitch = ("GET", "/admin/kill-switch", get(show_kill_switch)),
     /// Flip the kill switch, with a reason.
     SetKillSwitch = ("PUT", "/admin/kill-switch", put(set_kill_switch)),
+    /// Approval requests, newest first.
+    ListApprovals = ("GET", "/admin/approvals", get(list_approvals)),
+    /// One approval request.
+    ShowApproval = ("GET", "/admin/approvals/{id}", get(show_approval)),
+    /// Approve a pending request (an owner or admin of its project, not its requester).
+    ApproveApproval = ("POST", "/admin/approvals/{id}/approve", post(approve_approval)),
+    /// Reject a pending request, with the reason.
+    RejectApproval = ("POST", "/admin/approvals/{id}/reject", post(reject_approval)),
+    /// The write operations that need approval in a project, and where that list comes from.
+    ShowApprovalPolicy = ("GET", "/admin/projects/{slug}/approval-policy", get(show_approval_policy)),
+    /// Give a project its own list of operations that need approval.
+    SetApprovalPolicy = ("PUT", "/admin/projects/{slug}/approval-policy", put(set_approval_policy)),
+    /// Drop a project's own list: the deployment's applies again.
+    ClearApprovalPolicy = ("DELETE", "/admin/projects/{slug}/approval-policy", delete(clear_approval_policy)),
 }
 
 /// A path parameter of the operator API.
@@ -1006,7 +1240,14 @@ impl AdminOp {
             Self::MountAgent => generator.subschema_for::<MountAgent>(),
             Self::RevertEvent => generator.subschema_for::<RevertBody>(),
             Self::SetKillSwitch => generator.subschema_for::<SetKillSwitch>(),
-            Self::ListProjects
+            Self::ApproveApproval => generator.subschema_for::<ApproveBody>(),
+            Self::RejectApproval => generator.subschema_for::<RejectBody>(),
+            Self::SetApprovalPolicy => generator.subschema_for::<SetPolicy>(),
+            Self::ListApprovals
+            | Self::ShowApproval
+            | Self::ShowApprovalPolicy
+            | Self::ClearApprovalPolicy
+            | Self::ListProjects
             | Self::ShowProject
             | Self::RemoveMember
             | Self::ListAgents
@@ -1026,6 +1267,7 @@ impl AdminOp {
     ) -> Option<schemars::Schema> {
         match self {
             Self::ListEvents => Some(generator.root_schema_for::<EventsQuery>()),
+            Self::ListApprovals => Some(generator.root_schema_for::<ApprovalsQuery>()),
             _ => None,
         }
     }
@@ -1061,6 +1303,13 @@ impl AdminOp {
             Self::ShowKillSwitch | Self::SetKillSwitch => {
                 generator.subschema_for::<crate::switch::SwitchReport>()
             }
+            Self::ListApprovals => generator.subschema_for::<ApprovalsPage>(),
+            Self::ShowApproval | Self::ApproveApproval | Self::RejectApproval => {
+                generator.subschema_for::<ApprovalView>()
+            }
+            Self::ShowApprovalPolicy | Self::SetApprovalPolicy | Self::ClearApprovalPolicy => {
+                generator.subschema_for::<crate::approval::PolicyView>()
+            }
         }
     }
 
@@ -1075,7 +1324,14 @@ impl AdminOp {
             | Self::ResetScopeCache
             | Self::ShowKillSwitch => &[],
             Self::ShowProject | Self::RemoveMember | Self::UnmountAgent => &[ValidationError],
-            Self::ListEvents => &[ValidationError],
+            Self::ListEvents | Self::ListApprovals => &[ValidationError],
+            Self::ShowApproval | Self::ShowApprovalPolicy | Self::ClearApprovalPolicy => {
+                &[ValidationError]
+            }
+            Self::ApproveApproval | Self::RejectApproval => {
+                &[ValidationError, PayloadTooLarge, PermissionDenied, Conflict]
+            }
+            Self::SetApprovalPolicy => &[ValidationError, PayloadTooLarge],
             Self::ShowEvent => &[ValidationError, Conflict],
             Self::CreateProject | Self::MountAgent => &[ValidationError, PayloadTooLarge, Conflict],
             Self::SetMember | Self::SetMount => &[ValidationError, PayloadTooLarge, Conflict],

@@ -25,7 +25,8 @@ use acdm_core::domain::{DEFAULT_MOUNT, Mount};
 use acdm_core::events::{Actor, EventOp};
 use acdm_core::nc::Encoding;
 use acdm_core::{AbsPath, ErrorCode, RelPath, ToolResponse, UserId};
-use acdm_journal::{Change, Journal, JournalError, Record};
+use acdm_core::approval::{ApprovalId, WriteOp};
+use acdm_journal::{Approved, Change, Journal, JournalError, Record};
 use acdm_sources::{FileReader, SourceError};
 use acdm_store::{CalendarItem, Page, Store};
 use axum::Router;
@@ -40,7 +41,8 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::envelope::{Envelope, Failure};
-use crate::extract::{StrictJson, invalid_field, route_op};
+use crate::approval::{Approvals, target};
+use crate::extract::{StrictJson, invalid_field, route_op, write_body};
 use crate::pipeline::{Behind, Caller, PipelineState};
 use crate::switch::KillSwitch;
 
@@ -56,17 +58,21 @@ pub struct BusinessState {
     files: Arc<dyn FileReader>,
     journal: Journal,
     switch: KillSwitch,
+    /// Which writes wait for a person's approval.
+    approvals: Approvals,
 }
 
 impl BusinessState {
     /// The business operations over `journal` (its store and file store),
-    /// with `switch` guarding the writes that touch files.
-    pub fn new(journal: Journal, switch: KillSwitch) -> Self {
+    /// with `switch` guarding the writes that touch files and `approvals`
+    /// the writes a person must approve first.
+    pub fn new(journal: Journal, switch: KillSwitch, approvals: Approvals) -> Self {
         Self {
             store: journal.store().clone(),
             files: journal.files().clone(),
             journal,
             switch,
+            approvals,
         }
     }
 }
@@ -91,10 +97,13 @@ async fn body<T: DeserializeOwned>(req: Request) -> Result<T, Failure> {
 }
 
 /// One call: the state, the caller and the actor its writes record.
+#[derive(Clone)]
 struct Ctx {
     state: BusinessState,
     actor: Actor,
     caller: Caller,
+    /// The approval this call's write runs under, once checked.
+    approval: Option<Approved>,
 }
 
 pub(crate) async fn dispatch(
@@ -127,6 +136,7 @@ async fn answer(state: BusinessState, caller: Caller, req: Request) -> Response 
         state,
         actor: caller.actor(),
         caller,
+        approval: None,
     };
     ctx.run(op, req)
         .await
@@ -148,22 +158,53 @@ impl Ctx {
                 Box::pin(async move { ctx.get_meeting(body(req).await?).await }).await
             }
             BusinessOp::CreateMeeting => {
-                Box::pin(async move { ctx.create_meeting(body(req).await?).await }).await
+                Box::pin(async move {
+                    let (body, approval) = write_body::<CreateMeetingRequest>(req).await?;
+                    let ctx = ctx.approved(op, &body, approval, ctx.preview_create_meeting(&body)).await?;
+                    ctx.create_meeting(body).await
+                })
+                .await
             }
             BusinessOp::UpdateMeeting => {
-                Box::pin(async move { ctx.update_meeting(body(req).await?).await }).await
+                Box::pin(async move {
+                    let (body, approval) = write_body::<UpdateMeetingRequest>(req).await?;
+                    let ctx = ctx.approved(op, &body, approval, ctx.preview_update_meeting(&body)).await?;
+                    ctx.update_meeting(body).await
+                })
+                .await
             }
             BusinessOp::DeleteMeeting => {
-                Box::pin(async move { ctx.delete_meeting(body(req).await?).await }).await
+                Box::pin(async move {
+                    let (body, approval) = write_body::<DeleteMeetingRequest>(req).await?;
+                    if body.dry_run {
+                        return ctx.delete_meeting(body).await;
+                    }
+                    ctx.files_writable()?;
+                    let ctx = ctx.approved(op, &body, approval, ctx.preview_delete_meeting(&body)).await?;
+                    ctx.delete_meeting(body).await
+                })
+                .await
             }
             BusinessOp::ListMeetingFiles => {
                 Box::pin(async move { ctx.list_meeting_files(body(req).await?).await }).await
             }
             BusinessOp::AttachMeetingFile => {
-                Box::pin(async move { ctx.attach_meeting_file(body(req).await?).await }).await
+                Box::pin(async move {
+                    let (body, approval) = write_body::<AttachMeetingFileRequest>(req).await?;
+                    ctx.files_writable()?;
+                    let ctx = ctx.approved(op, &body, approval, ctx.preview_attach(&body)).await?;
+                    ctx.attach_meeting_file(body).await
+                })
+                .await
             }
             BusinessOp::DeleteMeetingFile => {
-                Box::pin(async move { ctx.delete_meeting_file(body(req).await?).await }).await
+                Box::pin(async move {
+                    let (body, approval) = write_body::<DeleteMeetingFileRequest>(req).await?;
+                    ctx.files_writable()?;
+                    let ctx = ctx.approved(op, &body, approval, ctx.preview_delete_file(&body)).await?;
+                    ctx.delete_meeting_file(body).await
+                })
+                .await
             }
             BusinessOp::ListCalendar => {
                 Box::pin(async move { ctx.list_calendar(body(req).await?).await }).await
@@ -175,7 +216,12 @@ impl Ctx {
                 Box::pin(async move { ctx.get_report(body(req).await?).await }).await
             }
             BusinessOp::UpdateReportStatus => {
-                Box::pin(async move { ctx.update_report_status(body(req).await?).await }).await
+                Box::pin(async move {
+                    let (body, approval) = write_body::<UpdateReportStatusRequest>(req).await?;
+                    let ctx = ctx.approved(op, &body, approval, ctx.preview_report_status(&body)).await?;
+                    ctx.update_report_status(body).await
+                })
+                .await
             }
             BusinessOp::ListMembers => {
                 Box::pin(async move { ctx.list_members(body(req).await?).await }).await
@@ -312,6 +358,7 @@ impl Ctx {
             project: self.caller.project(),
             target,
             params,
+            approval: self.approval.clone(),
         }
     }
 
@@ -1216,6 +1263,153 @@ impl Ctx {
             },
             message,
         )
+    }
+
+    // ---- approval previews --------------------------------------------------
+
+    /// This call, with the approval it may run under (see
+    /// [`Approvals::check`]); `preview` is computed only when needed.
+    async fn approved<B: Serialize>(
+        &self,
+        op: BusinessOp,
+        body: &B,
+        approval: Option<ApprovalId>,
+        preview: impl Future<Output = Result<serde_json::Value, Failure>>,
+    ) -> Result<Ctx, Failure> {
+        let approval = self
+            .state
+            .approvals
+            .check(&self.caller, WriteOp::Business(op), body, approval, || preview)
+            .await?;
+        Ok(Ctx {
+            approval,
+            ..self.clone()
+        })
+    }
+
+    async fn preview_create_meeting(
+        &self,
+        body: &CreateMeetingRequest,
+    ) -> Result<serde_json::Value, Failure> {
+        Ok(json!({
+            "summary": format!("create meeting \"{}\" from {} to {}", body.title, body.starts_at, body.ends_at),
+            "meeting": body,
+            "targets": [],
+        }))
+    }
+
+    async fn preview_update_meeting(
+        &self,
+        body: &UpdateMeetingRequest,
+    ) -> Result<serde_json::Value, Failure> {
+        let meeting = self.meeting(body.meeting_id).await?;
+        Ok(json!({
+            "summary": format!("change meeting \"{}\" (version {})", meeting.title, meeting.version),
+            "meeting": meeting,
+            "changes": body,
+            "targets": [target(meeting_target(meeting.meeting_id), Some(meeting.version))],
+        }))
+    }
+
+    /// The meeting with its version and its files, as the dry run lists
+    /// them.
+    async fn preview_delete_meeting(
+        &self,
+        body: &DeleteMeetingRequest,
+    ) -> Result<serde_json::Value, Failure> {
+        let meeting = self.meeting(body.meeting_id).await?;
+        let files = self.checked_files(meeting.meeting_id).await?;
+        let mut targets = vec![target(meeting_target(meeting.meeting_id), Some(meeting.version))];
+        targets.extend(files.iter().map(|f| {
+            target(
+                format!("{}/file:{}", meeting_target(meeting.meeting_id), f.file_id),
+                Some(json!({ "etag": f.etag, "size": f.size, "missing": f.missing })),
+            )
+        }));
+        Ok(json!({
+            "summary": format!("delete meeting \"{}\" and its {} file(s)", meeting.title, files.len()),
+            "meeting": meeting,
+            "files": files,
+            "targets": targets,
+        }))
+    }
+
+    async fn preview_attach(
+        &self,
+        body: &AttachMeetingFileRequest,
+    ) -> Result<serde_json::Value, Failure> {
+        let meeting = self.meeting(body.meeting_id).await?;
+        Ok(json!({
+            "summary": format!("attach \"{}\" to meeting \"{}\"", body.name, meeting.title),
+            "meeting": meeting,
+            "name": body.name,
+            "targets": [target(meeting_target(meeting.meeting_id), Some(meeting.version))],
+        }))
+    }
+
+    async fn preview_delete_file(
+        &self,
+        body: &DeleteMeetingFileRequest,
+    ) -> Result<serde_json::Value, Failure> {
+        let meeting = self.meeting(body.meeting_id).await?;
+        let file = self
+            .state
+            .store
+            .meeting_file(self.project(), body.file_id)
+            .await?
+            .filter(|f| f.meeting_id == meeting.meeting_id)
+            .ok_or_else(|| {
+                Failure::new(
+                    ErrorCode::NotFound,
+                    format!("file {} not found in meeting \"{}\"", body.file_id, meeting.title),
+                )
+            })?;
+        Ok(json!({
+            "summary": format!("remove \"{}\" from meeting \"{}\"", file.name, meeting.title),
+            "meeting": meeting,
+            "file": file,
+            "targets": [target(
+                format!("{}/file:{}", meeting_target(meeting.meeting_id), file.file_id),
+                Some(json!({ "etag": file.etag, "size": file.size })),
+            )],
+        }))
+    }
+
+    /// The report as it stands and the move asked for (refused at once
+    /// when the flow does not allow it: no person is asked for an
+    /// impossible move).
+    async fn preview_report_status(
+        &self,
+        body: &UpdateReportStatusRequest,
+    ) -> Result<serde_json::Value, Failure> {
+        let details = self
+            .state
+            .store
+            .report(self.project(), body.report_id)
+            .await?
+            .ok_or_else(|| report_not_found(body.report_id))?;
+        let report = details.report;
+        if !report.status.may_move_to(body.to) {
+            let allowed: Vec<&str> = report.status.allowed_moves().iter().map(|s| s.as_str()).collect();
+            return Err(Failure::new(
+                ErrorCode::Conflict,
+                format!(
+                    "report \"{}\" is {}; it cannot move to {}",
+                    report.title, report.status, body.to
+                ),
+            )
+            .with_data(json!({ "status": report.status, "allowed": allowed })));
+        }
+        Ok(json!({
+            "summary": format!("move report \"{}\" from {} to {}", report.title, report.status, body.to),
+            "report": report,
+            "to": body.to,
+            "comment": body.comment,
+            "targets": [target(
+                format!("report:{}", report.report_id),
+                Some(json!({ "version": report.version, "status": report.status })),
+            )],
+        }))
     }
 
     // ---- members and meta -----------------------------------------------------

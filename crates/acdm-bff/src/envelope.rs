@@ -173,9 +173,10 @@ impl From<StoreError> for Failure {
     fn from(error: StoreError) -> Self {
         let code = error.code();
         match code {
-            ErrorCode::NotFound | ErrorCode::Conflict | ErrorCode::ValidationError => {
-                Self::new(code, error.to_string())
-            }
+            ErrorCode::NotFound
+            | ErrorCode::Conflict
+            | ErrorCode::ValidationError
+            | ErrorCode::ApprovalUsed => Self::new(code, error.to_string()),
             ErrorCode::ServiceUnavailable => {
                 tracing::warn!(error = %error_chain(&error), "database unavailable");
                 Self::new(code, "the backend's database is unavailable right now")

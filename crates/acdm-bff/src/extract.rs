@@ -127,6 +127,33 @@ where
     }
 }
 
+/// A write's body, parsed as strictly as [`StrictJson`], with the
+/// `approval_id` it may carry taken out first: every write operation
+/// accepts one (the approval of exactly this call, once a person gave it).
+pub(crate) async fn write_body<T: DeserializeOwned>(
+    req: Request,
+) -> Result<(T, Option<acdm_core::approval::ApprovalId>), Failure> {
+    let StrictJson(mut fields) =
+        StrictJson::<serde_json::Map<String, serde_json::Value>>::from_request(req, &()).await?;
+    let approval = match fields.remove("approval_id") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(id)) => Some(id.parse().map_err(|_| {
+            invalid_field(
+                "approval_id",
+                "must be the approval_id an approval_required answer gave (a UUID)",
+            )
+        })?),
+        Some(_) => return Err(invalid_field("approval_id", "must be a string")),
+    };
+    let mut value = serde_json::Value::Object(fields);
+    integral_numbers(&mut value);
+    let body = serde_path_to_error::deserialize(value).map_err(|error| {
+        let (field, problem) = describe(&error);
+        invalid_field(&field, problem)
+    })?;
+    Ok((body, approval))
+}
+
 /// Turns every number with no fractional part (`80.0`) into an integer,
 /// where it fits one.
 fn integral_numbers(value: &mut serde_json::Value) {

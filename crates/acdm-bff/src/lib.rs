@@ -26,6 +26,7 @@
 //! no business rules that belong in core; does not depend on acdm-mcp.
 
 pub mod admin;
+pub mod approval;
 pub mod business;
 pub mod envelope;
 pub mod extract;

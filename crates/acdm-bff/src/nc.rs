@@ -17,7 +17,8 @@ use acdm_core::nc::{
     ReadData, ReadRequest, SearchData, SearchRequest, WriteData, WriteRequest,
 };
 use acdm_core::{AbsPath, ErrorCode, MountName, RelPath, ToolResponse};
-use acdm_journal::{Journal, JournalError, Record};
+use acdm_core::approval::WriteOp;
+use acdm_journal::{Approved, Journal, JournalError, Record};
 use acdm_knowledge::{DocumentText, Knowledge, KnowledgeError, search_suggestions};
 use acdm_sources::render::{past_the_end, render};
 use acdm_sources::{ETag, Entry, FileReader, FileSearch, ReadRange, SourceError};
@@ -33,7 +34,8 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::envelope::{Envelope, Failure};
-use crate::extract::{StrictJson, invalid_field, route_op};
+use crate::approval::{Approvals, target};
+use crate::extract::{StrictJson, invalid_field, route_op, write_body};
 use crate::pipeline::{Behind, Caller, PipelineState};
 use crate::switch::KillSwitch;
 
@@ -86,6 +88,8 @@ struct NcFields {
     /// them; without, documents are read as bytes and searches are the
     /// store's own).
     knowledge: Option<Knowledge>,
+    /// Which writes wait for a person's approval.
+    approvals: Approvals,
 }
 
 impl NcState {
@@ -97,9 +101,11 @@ impl NcState {
         switch: KillSwitch,
         limits: NcLimits,
         knowledge: Option<Knowledge>,
+        approvals: Approvals,
     ) -> Self {
         Self(Arc::new(NcFields {
             knowledge,
+            approvals,
             store: journal.store().clone(),
             files: journal.files().clone(),
             trash: trash_root(journal.files_base()),
@@ -123,6 +129,8 @@ struct Ctx {
     state: Arc<NcFields>,
     actor: Actor,
     caller: Caller,
+    /// The approval this call's write runs under, once checked.
+    approval: Option<Approved>,
 }
 
 type Reply = Result<Response, Failure>;
@@ -155,10 +163,11 @@ async fn answer(state: &NcState, caller: Caller, req: Request) -> Response {
     if let Err(refused) = caller.allow(op.access(), what) {
         return refused.into_response();
     }
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         state: state.0.clone(),
         actor: caller.actor(),
         caller,
+        approval: None,
     };
     // Exhaustive: an operation without a handler does not compile. Each
     // operation's future (its body's reading included) is boxed: inline,
@@ -170,9 +179,41 @@ async fn answer(state: &NcState, caller: Caller, req: Request) -> Response {
         NcOp::List => Box::pin(async move { ctx.list(body(req).await).await }).await,
         NcOp::Read => Box::pin(async move { ctx.read(body(req).await).await }).await,
         NcOp::Search => Box::pin(async move { ctx.search(body(req).await).await }).await,
-        NcOp::Write => Box::pin(async move { ctx.write(body(req).await).await }).await,
-        NcOp::Delete => Box::pin(async move { ctx.delete(body(req).await).await }).await,
-        NcOp::Move => Box::pin(async move { ctx.move_item(body(req).await).await }).await,
+        NcOp::Write => {
+            Box::pin(async move {
+                let (body, approval) = write_body::<WriteRequest>(req).await?;
+                ctx.writable(None)?;
+                ctx.approval = ctx
+                    .approved(op, &body, approval, ctx.preview_write(&body))
+                    .await?;
+                ctx.write(Ok(body)).await
+            })
+            .await
+        }
+        NcOp::Delete => {
+            Box::pin(async move {
+                let (body, approval) = write_body::<DeleteRequest>(req).await?;
+                if !body.dry_run {
+                    ctx.writable(None)?;
+                    ctx.approval = ctx
+                        .approved(op, &body, approval, ctx.preview_delete_approval(&body))
+                        .await?;
+                }
+                ctx.delete(Ok(body)).await
+            })
+            .await
+        }
+        NcOp::Move => {
+            Box::pin(async move {
+                let (body, approval) = write_body::<MoveRequest>(req).await?;
+                ctx.writable(None)?;
+                ctx.approval = ctx
+                    .approved(op, &body, approval, ctx.preview_move(&body))
+                    .await?;
+                ctx.move_item(Ok(body)).await
+            })
+            .await
+        }
     };
     // A failure names its code as the span's outcome; a success is `ok`
     // by the request span's own default.
@@ -347,6 +388,7 @@ impl Ctx {
             project: self.caller.project(),
             target,
             params,
+            approval: self.approval.clone(),
         }
     }
 
@@ -739,8 +781,14 @@ impl Ctx {
     }
 
     /// What a delete would remove: the item and, for a folder, everything
-    /// in it (breadth first, bounded).
-    async fn preview_delete(&self, mount: &Mount, rel: &RelPath, abs: &AbsPath) -> Reply {
+    /// in it (breadth first, bounded); `true` when the listing stopped at
+    /// the bound.
+    async fn delete_listing(
+        &self,
+        mount: &Mount,
+        rel: &RelPath,
+        abs: &AbsPath,
+    ) -> Result<(Vec<Entry>, bool), Failure> {
         let shown = format!("/{rel}");
         let root = self
             .state
@@ -777,14 +825,14 @@ impl Ctx {
                 break;
             }
         }
-        let items: Vec<PreviewEntry> = found
-            .iter()
-            .map(|e| PreviewEntry {
-                rel_path: relative(&mount.root, &e.path),
-                is_dir: e.is_folder(),
-                size: e.size,
-            })
-            .collect();
+        Ok((found, truncated))
+    }
+
+    /// A dry-run delete's answer.
+    async fn preview_delete(&self, mount: &Mount, rel: &RelPath, abs: &AbsPath) -> Reply {
+        let shown = format!("/{rel}");
+        let (found, truncated) = self.delete_listing(mount, rel, abs).await?;
+        let items = preview_entries(mount, &found);
         let count = items.len();
         let preview = ToolResponse::ok(
             DeleteData {
@@ -871,6 +919,173 @@ impl Ctx {
             ),
         )
     }
+}
+
+// ---- approval previews ------------------------------------------------------
+
+impl Ctx {
+    /// Asks the approvals whether this call of `op` may run (see
+    /// [`Approvals::check`]); `preview` is computed only when needed.
+    async fn approved<B: Serialize>(
+        &self,
+        op: NcOp,
+        body: &B,
+        approval: Option<acdm_core::approval::ApprovalId>,
+        preview: impl Future<Output = Result<serde_json::Value, Failure>>,
+    ) -> Result<Option<Approved>, Failure> {
+        self.state
+            .approvals
+            .check(&self.caller, WriteOp::Nc(op), body, approval, || preview)
+            .await
+    }
+
+    /// `Some(entry)` when `abs` exists.
+    async fn probe(
+        &self,
+        mount: &Mount,
+        abs: &AbsPath,
+        shown: &str,
+    ) -> Result<Option<Entry>, Failure> {
+        match self.state.files.stat(abs).await {
+            Ok(entry) => Ok(Some(entry)),
+            Err(SourceError::NotFound(_)) => Ok(None),
+            Err(error) => Err(self.source_failure(error, mount, shown)),
+        }
+    }
+
+    /// What a write would change: the file as it is (its etag) and the new
+    /// content's size and digest (and the text itself, when short, for
+    /// the approver's diff).
+    async fn preview_write(&self, body: &WriteRequest) -> Result<serde_json::Value, Failure> {
+        let mount = self.mount(body.mount.as_deref()).await?;
+        self.writable(Some(&mount))?;
+        let (rel, abs) = self.path(&mount, &body.rel_path, "rel_path", false)?;
+        let shown = format!("{}:/{rel}", mount.name);
+        let current = self.probe(&mount, &abs, &shown).await?;
+        let content = match body.encoding.unwrap_or(Encoding::Text) {
+            Encoding::Text => Bytes::from(body.content.clone().into_bytes()),
+            Encoding::Base64 => base64::engine::general_purpose::STANDARD
+                .decode(body.content.as_bytes())
+                .map(Bytes::from)
+                .map_err(|e| invalid_field("content", format!("is not valid base64 ({e})")))?,
+        };
+        let etag = current.as_ref().and_then(|e| e.etag.as_ref()).map(|e| e.value().to_owned());
+        let verb = if current.is_some() { "overwrite" } else { "create" };
+        Ok(json!({
+            "summary": format!("{verb} {shown} with {} bytes", content.len()),
+            "mount": mount.name,
+            "rel_path": rel.to_string(),
+            "exists": current.is_some(),
+            "current_size": current.as_ref().and_then(|e| e.size),
+            "current_etag": etag,
+            "new_size": content.len(),
+            "new_sha256": sha256_hex(&content),
+            "new_text": std::str::from_utf8(&content).ok().filter(|t| t.len() <= PREVIEW_TEXT_BYTES),
+            "targets": [target(shown, current.map(|e| version_of(&e)))],
+        }))
+    }
+
+    /// What a delete would remove, as its dry run lists it, with etags.
+    async fn preview_delete_approval(
+        &self,
+        body: &DeleteRequest,
+    ) -> Result<serde_json::Value, Failure> {
+        let mount = self.mount(body.mount.as_deref()).await?;
+        self.writable(Some(&mount))?;
+        let (rel, abs) = self.path(&mount, &body.rel_path, "rel_path", false)?;
+        let (found, truncated) = self.delete_listing(&mount, &rel, &abs).await?;
+        self.no_attachment_at(&abs, &format!("/{rel}"), "delete").await?;
+        let items = preview_entries(&mount, &found);
+        let targets: Vec<serde_json::Value> = found
+            .iter()
+            .map(|e| target(format!("{}:/{}", mount.name, relative(&mount.root, &e.path)), Some(version_of(e))))
+            .collect();
+        Ok(json!({
+            "summary": format!("delete {}:/{rel} ({} item(s){})", mount.name, items.len(), if truncated { "+" } else { "" }),
+            "mount": mount.name,
+            "rel_path": rel.to_string(),
+            "would_delete": items,
+            "count": items.len(),
+            "truncated": truncated,
+            "targets": targets,
+        }))
+    }
+
+    /// What a move would change: the item (its etag) and what is at the
+    /// target now.
+    async fn preview_move(&self, body: &MoveRequest) -> Result<serde_json::Value, Failure> {
+        let mount = self.mount(body.mount.as_deref()).await?;
+        self.writable(Some(&mount))?;
+        let (from_rel, from) = self.path(&mount, &body.from_rel_path, "from_rel_path", false)?;
+        let (to_rel, to) = self.path(&mount, &body.to_rel_path, "to_rel_path", false)?;
+        self.no_attachment_at(&from, &format!("/{from_rel}"), "move")
+            .await?;
+        let from_shown = format!("{}:/{from_rel}", mount.name);
+        let to_shown = format!("{}:/{to_rel}", mount.name);
+        let item = self
+            .probe(&mount, &from, &from_shown)
+            .await?
+            .ok_or_else(|| Failure::new(ErrorCode::NotFound, format!("{from_shown} does not exist")))?;
+        let there = self.probe(&mount, &to, &to_shown).await?;
+        Ok(json!({
+            "summary": format!(
+                "move {from_shown} to {to_shown}{}",
+                match (&there, body.overwrite) {
+                    (Some(_), true) => " (replacing what is there)",
+                    (Some(_), false) => " (something is there: the move will be refused)",
+                    (None, _) => "",
+                }
+            ),
+            "mount": mount.name,
+            "from_rel_path": from_rel.to_string(),
+            "to_rel_path": to_rel.to_string(),
+            "overwrite": body.overwrite,
+            "is_dir": item.is_folder(),
+            "replaces": there.as_ref().map(|e| json!({ "is_dir": e.is_folder(), "size": e.size })),
+            "targets": [
+                target(from_shown, Some(version_of(&item))),
+                target(to_shown, there.map(|e| version_of(&e))),
+            ],
+        }))
+    }
+}
+
+/// The longest new text an approval's preview carries for a diff.
+const PREVIEW_TEXT_BYTES: usize = 64 * 1024;
+
+/// What identifies an entry's state in a preview: its etag, or (for a
+/// store that gives none) its size and modification time.
+fn version_of(entry: &Entry) -> String {
+    match &entry.etag {
+        Some(etag) => etag.value().to_owned(),
+        None => format!(
+            "size={:?};modified={:?}",
+            entry.size,
+            entry.modified.map(|m| m.to_rfc3339())
+        ),
+    }
+}
+
+/// Lowercase hex SHA-256.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The entries a delete would remove, as a dry run lists them.
+fn preview_entries(mount: &Mount, found: &[Entry]) -> Vec<PreviewEntry> {
+    found
+        .iter()
+        .map(|e| PreviewEntry {
+            rel_path: relative(&mount.root, &e.path),
+            is_dir: e.is_folder(),
+            size: e.size,
+            etag: e.etag.as_ref().map(|t| t.value().to_owned()),
+        })
+        .collect()
 }
 
 /// How long a write waits for its files to be indexed before it answers.

@@ -51,6 +51,17 @@ const BFF_COMMON: &[ErrorCode] = &[
     ErrorCode::ServiceUnavailable,
 ];
 
+/// What a write adds when a person must approve it first (and the
+/// `approval_id` it then carries).
+const APPROVAL: &[ErrorCode] = &[
+    ErrorCode::ApprovalRequired,
+    ErrorCode::ApprovalPending,
+    ErrorCode::ApprovalRejected,
+    ErrorCode::ApprovalMismatch,
+    ErrorCode::ApprovalExpired,
+    ErrorCode::ApprovalUsed,
+];
+
 /// What a body adds: it may not parse, be too large or not be JSON.
 const BODY: &[ErrorCode] = &[ErrorCode::ValidationError, ErrorCode::PayloadTooLarge];
 
@@ -140,6 +151,8 @@ struct Operation {
     failures: Vec<ErrorCode>,
     /// The gate's plain 401 applies (the BFF), or the admin bearer's.
     bff: bool,
+    /// A BFF write: its body may carry `approval_id`.
+    approvable: bool,
 }
 
 fn generator() -> SchemaGenerator {
@@ -167,12 +180,22 @@ fn bff_operation(
     (request, data): (Schema, Schema),
     access: Access,
     failures: Vec<ErrorCode>,
+    approvable: bool,
 ) -> Operation {
     let writes = if method == "GET" {
         "a read"
     } else {
         "an operation"
     };
+    let mut failures = failures;
+    if approvable {
+        failures.extend(APPROVAL);
+        for code in [ErrorCode::NotFound, ErrorCode::Conflict] {
+            if !failures.contains(&code) {
+                failures.push(code);
+            }
+        }
+    }
     Operation {
         id: format!("{family}_{}", name.replace('/', "_")),
         tag: family,
@@ -189,6 +212,7 @@ fn bff_operation(
         data,
         failures,
         bff: true,
+        approvable,
     }
 }
 
@@ -207,6 +231,7 @@ fn operations(generator: &mut SchemaGenerator) -> Vec<Operation> {
             (request, data),
             op.access(),
             nc_failures(*op),
+            op.writes(),
         ));
     }
     for op in BusinessOp::ALL {
@@ -222,6 +247,7 @@ fn operations(generator: &mut SchemaGenerator) -> Vec<Operation> {
             (request, data),
             op.access(),
             business_failures(*op),
+            op.writes(),
         ));
     }
     for op in ProjectOp::ALL {
@@ -237,6 +263,7 @@ fn operations(generator: &mut SchemaGenerator) -> Vec<Operation> {
             (request, data),
             op.access(),
             project_failures(*op),
+            op.writes(),
         ));
     }
     for op in AdminOp::ALL {
@@ -271,6 +298,7 @@ fn operations(generator: &mut SchemaGenerator) -> Vec<Operation> {
             data: op.data_subschema(generator),
             failures,
             bff: false,
+            approvable: false,
         });
     }
     all
@@ -675,6 +703,29 @@ fn build() -> Value {
             .insert(op.method.to_ascii_lowercase(), operation);
     }
     let mut schemas: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
+    // Every write's body may carry the approval of exactly that call.
+    for op in operations.iter().filter(|op| op.approvable) {
+        let name = op
+            .request
+            .as_ref()
+            .and_then(|r| r.get("$ref"))
+            .and_then(Value::as_str)
+            .and_then(|r| r.rsplit('/').next());
+        if let Some(properties) = name
+            .and_then(|name| schemas.get_mut(name))
+            .and_then(|schema| schema.get_mut("properties"))
+            .and_then(Value::as_object_mut)
+        {
+            properties.insert(
+                "approval_id".to_owned(),
+                json!({
+                    "description": "The approval of exactly this call (same arguments), as an `approval_required` answer gave it, once a project owner or admin approved it.",
+                    "type": "string",
+                    "format": "uuid",
+                }),
+            );
+        }
+    }
     for schema in schemas.values_mut() {
         integer_bounds(schema);
     }

@@ -488,6 +488,7 @@ impl<'a> Operator<'a> {
                     project: &self.project,
                     target,
                     params,
+                    approval: None,
                 },
                 Change {
                     op,

@@ -24,6 +24,7 @@ use acdm_core::business::{
     Milestone, MilestoneStatus, ProjectMeta, ProjectStatus, RowImage, limits,
 };
 use acdm_core::domain::ProjectId;
+use acdm_core::approval::WriteOp;
 use acdm_core::events::{Actor, EventOp};
 use acdm_core::project::{
     AdvanceData, AdvanceMilestoneRequest, MembersByRole, MilestoneCriteria, OverviewData,
@@ -42,7 +43,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::envelope::{Envelope, Failure};
-use crate::extract::{StrictJson, invalid_field};
+use crate::approval::{Approvals, target};
+use crate::extract::{StrictJson, invalid_field, write_body};
 use crate::pipeline::{Behind, Caller, PipelineState};
 use crate::switch::KillSwitch;
 
@@ -58,17 +60,21 @@ pub struct ProjectState {
     journal: Journal,
     switch: KillSwitch,
     kept: Arc<Mutex<HashMap<ProjectId, Arc<Snapshot>>>>,
+    /// Which writes wait for a person's approval.
+    approvals: Approvals,
 }
 
 impl ProjectState {
     /// The project operations over `journal` (and its store), reporting
-    /// `switch` in the overview.
-    pub fn new(journal: Journal, switch: KillSwitch) -> Self {
+    /// `switch` in the overview; `approvals` says which writes a person
+    /// must approve first.
+    pub fn new(journal: Journal, switch: KillSwitch, approvals: Approvals) -> Self {
         Self {
             store: journal.store().clone(),
             journal,
             switch,
             kept: Arc::default(),
+            approvals,
         }
     }
 
@@ -185,16 +191,27 @@ async fn dispatch(state: ProjectState, op: ProjectOp, caller: Caller, req: Reque
         return Ok(refusal);
     }
     caller.allow(op.access(), &describe(op))?;
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         actor: caller.actor(),
         state,
         caller,
+        approval: None,
     };
     // Exhaustive: an operation without a handler does not compile.
     match op {
         ProjectOp::Overview => ctx.overview(no_body(req).await?).await,
         ProjectOp::Sow => ctx.sow(no_body(req).await?).await,
-        ProjectOp::AdvanceMilestone => ctx.advance(body(req).await?).await,
+        ProjectOp::AdvanceMilestone => {
+            let (body, approval) = write_body::<AdvanceMilestoneRequest>(req).await?;
+            let preview = ctx.preview_advance(&body);
+            let approved = ctx
+                .state
+                .approvals
+                .check(&ctx.caller, WriteOp::Project(op), &body, approval, || preview)
+                .await?;
+            ctx.approval = approved;
+            ctx.advance(body).await
+        }
     }
 }
 
@@ -240,6 +257,8 @@ struct Ctx {
     state: ProjectState,
     actor: Actor,
     caller: Caller,
+    /// The approval this call's write runs under, once checked.
+    approval: Option<acdm_journal::Approved>,
 }
 
 impl Ctx {
@@ -358,6 +377,49 @@ impl Ctx {
         )
     }
 
+    /// The current milestone, the one that would follow, and the
+    /// project's status (refused at once when `if_current` is not the
+    /// current one: no person is asked for an impossible advance).
+    async fn preview_advance(
+        &self,
+        body: &AdvanceMilestoneRequest,
+    ) -> Result<serde_json::Value, Failure> {
+        let store = &self.state.store;
+        let milestones = store.milestones(self.caller.project().id).await?;
+        let current = milestones
+            .iter()
+            .find(|m| m.status == MilestoneStatus::Current)
+            .ok_or_else(|| no_current(&milestones))?;
+        if current.seq != body.if_current {
+            return Err(Failure::new(
+                ErrorCode::Conflict,
+                format!(
+                    "milestone {} \"{}\" is current, not {}",
+                    current.seq, current.title, body.if_current
+                ),
+            )
+            .with_data(json!({ "current": current.seq, "title": current.title })));
+        }
+        let next = milestones
+            .iter()
+            .filter(|m| m.status == MilestoneStatus::Planned)
+            .min_by_key(|m| m.seq);
+        let meta = store.project_meta(self.caller.project()).await?;
+        Ok(json!({
+            "summary": match next {
+                Some(next) => format!("close milestone {} \"{}\" and make {} \"{}\" current", current.seq, current.title, next.seq, next.title),
+                None => format!("close milestone {} \"{}\", the last one: the project becomes completed", current.seq, current.title),
+            },
+            "current": current,
+            "next": next,
+            "project_status": meta.status,
+            "targets": [
+                target(format!("milestone:{}", current.seq), Some(json!({ "status": current.status, "closed_at": current.closed_at }))),
+                target("project", Some(json!({ "status": meta.status }))),
+            ],
+        }))
+    }
+
     async fn advance(&self, body: AdvanceMilestoneRequest) -> Reply {
         if body.if_current == 0 {
             return Err(invalid_field(
@@ -445,6 +507,7 @@ impl Ctx {
                     project: self.caller.project(),
                     target: format!("milestone:{}", current.seq),
                     params,
+                    approval: self.approval.clone(),
                 },
                 Change {
                     op: EventOp::AdvanceMilestone,

@@ -395,6 +395,83 @@ impl Kind for InstanceUrl {
     }
 }
 
+/// A comma-separated list of write operations' labels.
+pub(crate) struct Policy;
+
+impl Kind for Policy {
+    type Value = acdm_core::approval::ApprovalPolicy;
+
+    fn parse(&self, text: &str) -> Result<Self::Value, String> {
+        acdm_core::approval::ApprovalPolicy::parse_list(text).map_err(|e| e.to_string())
+    }
+
+    fn show(&self, value: &Self::Value) -> Json {
+        json!(value.to_list())
+    }
+}
+
+/// Where notifications are POSTed: an http(s) URL without credentials (a
+/// query is allowed: some receivers take their key there).
+pub(crate) struct WebhookUrl;
+
+impl Kind for WebhookUrl {
+    type Value = url::Url;
+
+    fn parse(&self, text: &str) -> Result<url::Url, String> {
+        let url = url::Url::parse(text).map_err(|e| format!("is not a URL ({e})"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            Err("must start with http:// or https://".to_owned())
+        } else if url.host_str().is_none_or(str::is_empty) {
+            Err("has no host".to_owned())
+        } else if !url.username().is_empty() || url.password().is_some() {
+            Err("must not carry credentials; the receiver checks the signature".to_owned())
+        } else if url.fragment().is_some() {
+            Err("must not have a fragment".to_owned())
+        } else {
+            Ok(url)
+        }
+    }
+
+    fn show(&self, value: &url::Url) -> Json {
+        // A query may hold the receiver's key.
+        let mut shown = value.clone();
+        if shown.query().is_some() {
+            shown.set_query(Some("(redacted)"));
+        }
+        json!(shown.as_str())
+    }
+}
+
+/// A Standard Webhooks signing secret: `whsec_` and base64 of 24 to 64
+/// bytes.
+pub(crate) struct WebhookSecret;
+
+impl Kind for WebhookSecret {
+    type Value = SecretString;
+    const SECRET: bool = true;
+
+    fn parse(&self, text: &str) -> Result<SecretString, String> {
+        use base64::Engine as _;
+        let encoded = text
+            .strip_prefix("whsec_")
+            .ok_or_else(|| "must start with whsec_ (Standard Webhooks' form)".to_owned())?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|_| "after whsec_ must be base64".to_owned())?;
+        if !(24..=64).contains(&bytes.len()) {
+            return Err(format!(
+                "must hold 24 to 64 random bytes, not {}; make one with: echo whsec_$(openssl rand -base64 32)",
+                bytes.len()
+            ));
+        }
+        Ok(SecretString::from(text.to_owned()))
+    }
+
+    fn show(&self, _: &SecretString) -> Json {
+        json!(REDACTED)
+    }
+}
+
 /// Text accepted by a check.
 pub(crate) struct Checked(pub(crate) fn(&str) -> Result<(), String>);
 

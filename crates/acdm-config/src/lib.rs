@@ -39,7 +39,8 @@ use url::Url;
 pub use kinds::CaCertificates;
 use kinds::{
     Address, Bool, CaFile, Checked, Count, DatabaseUrl, Folder, Hosts, InstanceUrl, LogFilter,
-    LogFormats, Millis, Optional, Seconds, Secret, StorePath, Token, check_nextcloud_user,
+    LogFormats, Millis, Optional, Policy, Seconds, Secret, StorePath, Token, WebhookSecret,
+    WebhookUrl, check_nextcloud_user,
     check_project_id, number,
 };
 pub use reader::Setting;
@@ -305,6 +306,30 @@ settings! {
         /// flight. `acdm-backend events reconcile` settles everything now, after a crash.
         events_settle_after: Duration = "ACDM_EVENTS_SETTLE_AFTER_SECONDS",
             default "600", Seconds(60..=86_400);
+        /// BFF write operations that run only after a project owner or admin approved exactly
+        /// that call, comma-separated labels (`nc.delete`, `nc.move`, `nc.write`,
+        /// `business.delete_meeting`, `business.update_report_status`, `project.milestone/advance`,
+        /// any write); empty: none. A project's own list (`PUT
+        /// /admin/projects/{slug}/approval-policy`) replaces it for that project. Dry runs never
+        /// need approval.
+        approval_required_ops: acdm_core::approval::ApprovalPolicy =
+            "ACDM_APPROVAL_REQUIRED_OPS", default "", Policy;
+        /// How long an approval request lives, decided or not, until its write runs (1–2592000,
+        /// 30 days); past it the agent gets `approval_expired`.
+        approval_ttl: Duration = "ACDM_APPROVAL_TTL_SECONDS", default "86400",
+            Seconds(1..=2_592_000);
+        /// Where each new approval request is POSTed as JSON, signed as Standard Webhooks
+        /// describes (`webhook-id`, `webhook-timestamp`, `webhook-signature`). Unset: no
+        /// notifications; requests show in the console and `GET /admin/approvals`.
+        approval_webhook_url: Option<Url> = "ACDM_APPROVAL_WEBHOOK_URL", default "(unset)",
+            Optional(WebhookUrl);
+        /// The webhook's signing secret, `whsec_` and 24–64 random bytes in base64 (Standard
+        /// Webhooks' form). Required with `ACDM_APPROVAL_WEBHOOK_URL`.
+        approval_webhook_secret: Option<SecretString> = "ACDM_APPROVAL_WEBHOOK_SECRET",
+            default "(empty)", Optional(WebhookSecret);
+        /// The service's address as people reach it (`https://acdm.example.com`), for the
+        /// console links in approval notifications. Unset: `http://<ACDM_LISTEN_ADDR>`.
+        public_url: Option<Url> = "ACDM_PUBLIC_URL", default "(unset)", Optional(InstanceUrl);
         /// Largest request body accepted, in bytes (1024–268435456); larger bodies get
         /// `payload_too_large`.
         max_request_bytes: usize = "ACDM_MAX_REQUEST_BYTES",
@@ -531,6 +556,15 @@ impl Config {
                 "GITLAB_WIKI_BASE_URL",
                 "GITLAB_WIKI_PROJECT_ID or GITLAB_WIKI_PAT",
             );
+        }
+
+        let webhook_url_set = r.is_set("ACDM_APPROVAL_WEBHOOK_URL");
+        let webhook_secret_set = r.is_set("ACDM_APPROVAL_WEBHOOK_SECRET");
+        if webhook_url_set && !webhook_secret_set {
+            r.require("ACDM_APPROVAL_WEBHOOK_SECRET", "ACDM_APPROVAL_WEBHOOK_URL");
+        }
+        if !webhook_url_set && webhook_secret_set {
+            r.require("ACDM_APPROVAL_WEBHOOK_URL", "ACDM_APPROVAL_WEBHOOK_SECRET");
         }
 
         let nc_url_set = r.is_set("NEXTCLOUD_URL");

@@ -411,6 +411,9 @@ pub struct NewEvent {
     pub undo: Vec<Step>,
     /// For a revert: the event it undoes.
     pub reverts: Option<EventId>,
+    /// The approval this write uses: it becomes `used` in the intent's
+    /// transaction, or the intent is not recorded.
+    pub approval: Option<crate::approval::ApprovalId>,
 }
 
 /// A stored event.

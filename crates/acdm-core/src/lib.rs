@@ -9,6 +9,7 @@
 //! rmcp, tokio). It is the only backend crate the engine's harness client
 //! may link. `cargo xtask tidy` enforces this.
 
+pub mod approval;
 pub mod business;
 pub mod domain;
 pub mod events;

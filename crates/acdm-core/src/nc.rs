@@ -410,6 +410,9 @@ pub struct PreviewEntry {
     pub is_dir: bool,
     /// Bytes, for files.
     pub size: Option<u64>,
+    /// Its current etag, when the store gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
 }
 
 /// `delete` data: the preview for a dry run, the event for a real one.

@@ -77,6 +77,27 @@ error_codes! {
     /// can be resolved.
     ScopeViolation = ("scope_violation", 403, 2,
         Some("This agent has no project. Ask an operator to mount it as a project's manager; do not retry with another project.")),
+    /// The write needs a person's approval first: nothing ran. `data`
+    /// holds the approval request (`approval_id`, `expires_at`, the
+    /// preview of what would change).
+    ApprovalRequired = ("approval_required", 403, 3,
+        Some("Tell the user this change needs approval (show them the preview); once a project owner or admin has approved it, call again with the same arguments plus approval_id. Do not change the arguments.")),
+    /// The approval named by `approval_id` has not been decided yet.
+    ApprovalPending = ("approval_pending", 403, 4,
+        Some("Wait until a project owner or admin decides; tell the user it is still waiting. Do not create a new request.")),
+    /// The approval was rejected; the message holds the reason.
+    ApprovalRejected = ("approval_rejected", 403, 5,
+        Some("Tell the user it was rejected and why; do not retry this change without a new decision.")),
+    /// The approval was given for another call (other arguments, another
+    /// operation, user or agent).
+    ApprovalMismatch = ("approval_mismatch", 403, 6,
+        Some("Call with exactly the arguments that were approved, or call without approval_id to ask for a new approval.")),
+    /// The approval expired before it was decided or used.
+    ApprovalExpired = ("approval_expired", 410, 1,
+        Some("Call again without approval_id to ask for a new approval.")),
+    /// The approval has been used: each allows one write.
+    ApprovalUsed = ("approval_used", 409, 2,
+        Some("The approved change already ran; read the current state. A further change needs a new approval.")),
     /// Agent file writes are switched off by the operator.
     KillSwitchOff = ("kill_switch_off", 403, 10,
         Some("File writes by agents are switched off by an operator. Tell the user; do not retry.")),
@@ -396,6 +417,12 @@ mod tests {
         check(PermissionDenied, "permission_denied", 403, 40301);
         check(ScopeViolation, "scope_violation", 403, 40302);
         check(KillSwitchOff, "kill_switch_off", 403, 40310);
+        check(ApprovalRequired, "approval_required", 403, 40303);
+        check(ApprovalPending, "approval_pending", 403, 40304);
+        check(ApprovalRejected, "approval_rejected", 403, 40305);
+        check(ApprovalMismatch, "approval_mismatch", 403, 40306);
+        check(ApprovalExpired, "approval_expired", 410, 41001);
+        check(ApprovalUsed, "approval_used", 409, 40902);
         check(NotFound, "not_found", 404, 40401);
         check(MethodNotAllowed, "method_not_allowed", 405, 40501);
         check(Conflict, "conflict", 409, 40901);
@@ -406,7 +433,7 @@ mod tests {
         check(SourceNotConfigured, "source_not_configured", 503, 50301);
         check(ServiceUnavailable, "service_unavailable", 503, 50302);
         check(UpstreamTimeout, "upstream_timeout", 504, 50401);
-        assert_eq!(ErrorCode::ALL.len(), 18);
+        assert_eq!(ErrorCode::ALL.len(), 24);
         assert_eq!(ResponseCode::Ok.numeric(), 20000);
     }
 

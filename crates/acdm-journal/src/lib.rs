@@ -30,6 +30,7 @@
 //!     project: &project,
 //!     target: "project:/a.md".into(),
 //!     params: serde_json::json!({}),
+//!     approval: None,
 //! };
 //! let _ = journal.delete(record, &path).await;
 //! # }
@@ -47,6 +48,7 @@
 //!     project: &project,
 //!     target: "project:/a.md".into(),
 //!     params: serde_json::json!({}),
+//!     approval: None,
 //! };
 //! let _ = journal.delete(record, &path).await;
 //! # }
@@ -158,6 +160,19 @@ pub struct Record<'a> {
     pub target: String,
     /// The request's parameters (never file contents).
     pub params: serde_json::Value,
+    /// The person's approval this change runs under, if it needed one:
+    /// recorded in the event's parameters, and used up in the same
+    /// transaction as the intent.
+    pub approval: Option<Approved>,
+}
+
+/// An approval a change runs under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approved {
+    /// The approval.
+    pub id: acdm_core::approval::ApprovalId,
+    /// Who approved it.
+    pub by: acdm_core::UserId,
 }
 
 /// The journal: the store of events and the file store they describe.
@@ -295,16 +310,26 @@ impl Journal {
 
     /// A new (not yet stored) event of `record`.
     fn intent(record: Record<'_>, id: EventId, op: EventOp) -> NewEvent {
+        let mut params = record.params;
+        if let Some(approved) = &record.approval
+            && let Some(fields) = params.as_object_mut()
+        {
+            fields.insert(
+                "approval".to_owned(),
+                json!({ "approval_id": approved.id, "approved_by": approved.by }),
+            );
+        }
         NewEvent {
             id,
             actor: record.actor.clone(),
             project_id: record.project.id,
             op,
             target: record.target,
-            params: record.params,
+            params,
             plan: Vec::new(),
             undo: Vec::new(),
             reverts: None,
+            approval: record.approval.map(|approved| approved.id),
         }
     }
 
@@ -663,6 +688,7 @@ impl Journal {
             plan,
             undo,
             reverts: Some(id),
+            approval: None,
         };
         if event.plan.iter().any(Step::is_row) {
             return Ok(self.run_change(event, None).await?.event);

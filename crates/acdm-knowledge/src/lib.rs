@@ -408,7 +408,9 @@ fn open_own_index(dir: Option<&std::path::Path>) -> Result<SearchIndex, Knowledg
         });
         match SearchIndex::open(&IndexSettings {
             dir,
-            writer_heap_bytes: 20 << 20,
+            // tantivy's least: a bigger arena only makes fewer, larger
+            // flushes, and the service's memory is the budget that counts.
+            writer_heap_bytes: 15_000_000,
         }) {
             Err(IndexError::Locked(_)) if slot < MAX_INDEX_SLOTS => slot += 1,
             other => return Ok(other?),

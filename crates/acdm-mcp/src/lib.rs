@@ -36,7 +36,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 
 pub use health::{HealthReport, McpHealth, SourceHealth};
-pub use metrics::{IndexMetrics, McpMetrics};
+pub use metrics::{IndexMetrics, McpMetrics, NotificationMetrics};
 pub use server::{INSTRUCTIONS, KnowledgeServer, ToolLimits};
 pub use tools::ReadLimits;
 

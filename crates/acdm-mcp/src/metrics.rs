@@ -196,3 +196,55 @@ mod tests {
         );
     }
 }
+
+/// The approval notifications' outbox (shared by every replica) and this
+/// server's deliveries, set at scrape time.
+#[derive(Clone, Debug, Default)]
+pub struct NotificationMetrics {
+    waiting: Gauge,
+    failing: Gauge,
+    delivered: Gauge,
+    failed: Gauge,
+}
+
+impl NotificationMetrics {
+    /// Registers the metrics in `registry`.
+    pub fn register(registry: &mut Registry) -> Self {
+        let this = Self::default();
+        for (name, help, gauge) in [
+            (
+                "acdm_approval_notifications_waiting",
+                "Approval notifications not yet delivered (the whole deployment's outbox)",
+                &this.waiting,
+            ),
+            (
+                "acdm_approval_notifications_failing",
+                "Undelivered approval notifications whose last attempt failed",
+                &this.failing,
+            ),
+            (
+                "acdm_approval_notifications_delivered",
+                "Approval notifications this server delivered since it started",
+                &this.delivered,
+            ),
+            (
+                "acdm_approval_notification_failures",
+                "Failed delivery attempts of this server since it started",
+                &this.failed,
+            ),
+        ] {
+            registry.register(name, help, gauge.clone());
+        }
+        this
+    }
+
+    /// Sets the outbox's `waiting` and `failing` messages, and this
+    /// server's `delivered` messages and `failed` attempts.
+    pub fn set(&self, waiting: u64, failing: u64, delivered: u64, failed: u64) {
+        let to = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.waiting.set(to(waiting));
+        self.failing.set(to(failing));
+        self.delivered.set(to(delivered));
+        self.failed.set(to(failed));
+    }
+}

@@ -38,6 +38,8 @@ pub struct Target<'a> {
     pub files_base: &'a AbsPath,
     /// `ACDM_AI_NC_WRITES_ENABLED`.
     pub nc_writes_enabled: bool,
+    /// `ACDM_APPROVAL_REQUIRED_OPS`: the deployment's list.
+    pub approval_policy: acdm_core::approval::ApprovalPolicy,
     /// `ACDM_SCOPE_POLL_MILLIS`: how soon running servers follow.
     pub scope_poll_interval: Duration,
     /// The configured file store, built when a command first needs it
@@ -68,6 +70,12 @@ pub enum Command {
     /// follows within ACDM_SCOPE_POLL_MILLIS).
     #[command(subcommand)]
     KillSwitch(KillSwitchCommand),
+    /// List, show, approve and reject approval requests of agents' writes.
+    #[command(subcommand)]
+    Approvals(crate::approvals::ApprovalsCommand),
+    /// Show, set or clear a project's own list of writes that need approval.
+    #[command(subcommand)]
+    ApprovalPolicy(crate::approvals::PolicyCommand),
     /// Set a project's meta (status, description, dates, time zone).
     #[command(subcommand)]
     Meta(MetaCommand),
@@ -454,7 +462,7 @@ pub enum AgentCommand {
     List,
 }
 
-fn parse<T, E: std::fmt::Display>(
+pub(crate) fn parse<T, E: std::fmt::Display>(
     what: &'static str,
     raw: &str,
     f: impl FnOnce(&str) -> Result<T, E>,
@@ -467,7 +475,7 @@ fn parse<T, E: std::fmt::Display>(
 }
 
 /// A command's result as its output: pretty JSON and a line end.
-fn print(value: &impl Serialize) -> Result<String, OperatorError> {
+pub(crate) fn print(value: &impl Serialize) -> Result<String, OperatorError> {
     let mut text = serde_json::to_string_pretty(value)?;
     text.push('\n');
     Ok(text)
@@ -531,6 +539,8 @@ pub async fn run(command: Command, target: &Target<'_>) -> Result<String, Operat
         Command::Agent(AgentCommand::List) => print(&store.list_agents().await?),
         Command::Events(command) => events(command, target).await,
         Command::KillSwitch(command) => kill_switch(command, target).await,
+        Command::Approvals(command) => crate::approvals::run(command, target).await,
+        Command::ApprovalPolicy(command) => crate::approvals::policy(command, target).await,
         Command::Member(MemberCommand::Name { acting, user, name }) => {
             let member = parse("user id", &user, UserId::parse)?;
             let journal = journal(target)?;
@@ -816,7 +826,7 @@ impl Acting {
 
 /// A refused business write, as the operator reads it (the envelope's
 /// message names the fields).
-fn failed(failure: Failure) -> OperatorError {
+pub(crate) fn failed(failure: Failure) -> OperatorError {
     let envelope = failure.envelope();
     OperatorError::Refused {
         code: envelope.error_code().map_or("error", |c| c.as_str()),

@@ -34,6 +34,7 @@ pub mod local;
 pub mod model;
 pub mod nextcloud;
 pub mod render;
+pub mod webhook;
 mod unconfigured;
 
 use acdm_core::{AbsPath, RelPath};

@@ -26,6 +26,10 @@ pub enum StoreError {
         /// How it differs (`it is at version 4 now`).
         detail: String,
     },
+    /// An approval could not be used for a write: another call used it
+    /// first, or it expired meanwhile. Nothing was recorded.
+    #[error("{0}")]
+    ApprovalSpent(String),
     /// A paging cursor that this store did not hand out.
     #[error("{}", acdm_core::business::CursorError)]
     InvalidCursor,
@@ -67,12 +71,13 @@ pub enum StoreError {
 
 impl StoreError {
     /// The ToolResponse code this error answers with. Only `NotFound`,
-    /// `Conflict`, `Stale` and `InvalidCursor` carry text meant for the caller; the others are logged.
+    /// `Conflict`, `Stale`, `ApprovalSpent` and `InvalidCursor` carry text meant for the caller; the others are logged.
     pub fn code(&self) -> acdm_core::ErrorCode {
         use acdm_core::ErrorCode;
         match self {
             Self::NotFound { .. } => ErrorCode::NotFound,
             Self::Conflict(_) | Self::Stale { .. } => ErrorCode::Conflict,
+            Self::ApprovalSpent(_) => ErrorCode::ApprovalUsed,
             Self::InvalidCursor => ErrorCode::ValidationError,
             Self::Unavailable(_) | Self::Locked(_) => ErrorCode::ServiceUnavailable,
             Self::Database(_)

@@ -94,7 +94,7 @@ fn parse_json<T: serde::de::DeserializeOwned>(column: &str, value: &str) -> Resu
 
 /// Serialises a column value. Steps and JSON values always serialise; the
 /// error exists only in the signature.
-fn to_json<T: serde::Serialize>(column: &str, value: &T) -> Result<String, StoreError> {
+pub(crate) fn to_json<T: serde::Serialize>(column: &str, value: &T) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| bad(format!("{column}: {e}")))
 }
 
@@ -337,6 +337,29 @@ impl Store {
                             "event {original} is {status}; only an applied event can be reverted"
                         )),
                     });
+                }
+            }
+            if let Some(approval) = event.approval {
+                // The approval's use and the write's intent are one commit.
+                // An approval whose earlier write failed (nothing was
+                // written) may be used again.
+                let claimed = sqlx::query(
+                    "UPDATE approvals SET status = 'used', event_id = $1, updated_at = $2 \
+                     WHERE id = $3 AND project_id = $4 AND expires_at > $2 \
+                     AND (status = 'approved' OR (status = 'used' AND event_id IN \
+                     (SELECT id FROM user_storage_events WHERE status = 'failed')))",
+                )
+                .bind(&id)
+                .bind(at)
+                .bind(approval.to_string())
+                .bind(&project_id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                if claimed == 0 {
+                    return Err(StoreError::ApprovalSpent(format!(
+                        "approval {approval} cannot be used now: it was used by another call, or it expired"
+                    )));
                 }
             }
             sqlx::query(

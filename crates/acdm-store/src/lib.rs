@@ -13,6 +13,7 @@
 //! crates; knows nothing of HTTP or MCP. Only the binary reads the
 //! environment and builds a [`DatabaseConfig`].
 
+mod approvals;
 mod business;
 mod clock;
 mod config;
@@ -29,6 +30,7 @@ use acdm_core::AgentName;
 use acdm_core::scope::{DirectoryError, ProjectDirectory, Scope};
 use async_trait::async_trait;
 
+pub use approvals::{ApprovalFilter, OutboxBacklog, OutboxMessage};
 pub use business::{CalendarItem, Page};
 pub use clock::{Clock, ManualClock};
 pub use config::{DatabaseConfig, DatabaseTarget, TargetError};

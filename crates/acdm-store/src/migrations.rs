@@ -32,6 +32,7 @@ embedded!(
     "0005_project.sql",
     "0006_replicas.sql",
     "0007_scope_cache.sql",
+    "0008_approvals.sql",
 );
 
 static SQLITE: LazyLock<Migrator> = LazyLock::new(|| migrator_of(SQLITE_FILES));

@@ -37,6 +37,7 @@ fn direct<'a>(actor: &'a Actor, world: &'a World, target: &str) -> Record<'a> {
         project: &world.project,
         target: target.to_owned(),
         params: serde_json::json!({}),
+        approval: None,
     }
 }
 

@@ -59,6 +59,7 @@ fn by_agent<'a>(project: &'a ProjectRef, target: &str) -> Record<'a> {
         project,
         target: target.to_owned(),
         params: serde_json::json!({}),
+        approval: None,
     }
 }
 

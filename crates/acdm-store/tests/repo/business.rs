@@ -55,6 +55,7 @@ async fn write(
         plan: plan.clone(),
         undo: vec![],
         reverts: None,
+        approval: None,
     };
     store.record_intent(&event).await?;
     let applied = store.apply_rows(event.id, project, &plan, None).await;

@@ -76,6 +76,7 @@ fn write_by(project: ProjectId, agent_name: &str, folder: &str, file: &str) -> N
             },
         ],
         reverts: None,
+        approval: None,
     }
 }
 
@@ -95,6 +96,7 @@ fn revert_of(original: &StorageEvent) -> NewEvent {
         plan: original.undo.clone(),
         undo: vec![],
         reverts: Some(original.id),
+        approval: None,
     }
 }
 

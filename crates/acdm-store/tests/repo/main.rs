@@ -7,6 +7,7 @@
     reason = "tests fail loudly and report what they measured"
 )]
 
+mod approvals;
 mod business;
 mod events;
 mod harness;

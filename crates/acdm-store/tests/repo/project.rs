@@ -35,6 +35,7 @@ fn new_event(project: ProjectId, actor: Actor, target: &str, plan: Vec<Step>) ->
         plan,
         undo: vec![],
         reverts: None,
+        approval: None,
     }
 }
 
