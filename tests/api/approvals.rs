@@ -12,6 +12,7 @@ use acdm_core::{AgentName, Identity, ThreadId, ToolResponse, UserId};
 use serde_json::{Value, json};
 
 use crate::business::add_member;
+use crate::helpers::Req;
 use crate::dav::{ALPHA, BETA, NcEnv, THREAD, USER, assert_envelope, code};
 
 const OPS: &str = "nc.delete,nc.write,business.delete_meeting,project.milestone/advance";
@@ -332,5 +333,117 @@ async fn business_and_project_writes_preview_what_they_would_change() {
     assert_eq!(status, 200);
     let (status, advanced) = call(&env, "u-owner", ALPHA, "agent-tools/project/milestone/advance", &with_approval(&advance, &id)).await;
     assert_eq!(status, 200, "{advanced}");
+    env.stop().await;
+}
+
+/// A receiver of notifications on loopback: records each POST and answers
+/// with the next status of its script (then 200).
+struct Receiver {
+    url: String,
+    got: tokio::sync::mpsc::UnboundedReceiver<(axum::http::HeaderMap, String)>,
+}
+
+async fn receiver(script: Vec<u16>) -> Receiver {
+    use std::sync::{Arc, Mutex};
+    let (tx, got) = tokio::sync::mpsc::unbounded_channel();
+    let script = Arc::new(Mutex::new(script.into_iter()));
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
+            let tx = tx.clone();
+            let script = script.clone();
+            async move {
+                let _ = tx.send((headers, body));
+                let status = script.lock().unwrap().next().unwrap_or(200);
+                axum::http::StatusCode::from_u16(status).unwrap()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook?key=receivers-own", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Receiver { url, got }
+}
+
+impl Receiver {
+    async fn next(&mut self) -> (axum::http::HeaderMap, String) {
+        tokio::time::timeout(std::time::Duration::from_secs(30), self.got.recv())
+            .await
+            .expect("a notification within 30 s")
+            .unwrap()
+    }
+}
+
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// Checks a message's signature as a receiver would (Standard Webhooks).
+fn signed_by_secret(headers: &axum::http::HeaderMap, body: &str) -> bool {
+    use base64::Engine as _;
+    use hmac::Mac as _;
+    let header = |name: &str| headers.get(name).unwrap().to_str().unwrap().to_owned();
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(SECRET.strip_prefix("whsec_").unwrap())
+        .unwrap();
+    let mut mac = <hmac::Hmac<sha2::Sha256> as hmac::Mac>::new_from_slice(&key).unwrap();
+    mac.update(format!("{}.{}.{body}", header("webhook-id"), header("webhook-timestamp")).as_bytes());
+    let expected = format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    );
+    header("webhook-signature").split(' ').any(|s| s == expected)
+}
+
+#[tokio::test]
+async fn a_new_request_is_posted_signed_at_once_and_retried_until_taken() {
+    // The first attempt is refused (503), the retry taken.
+    let mut hook = receiver(vec![503]).await;
+    let Some(env) = NcEnv::start_with(vec![
+        ("ACDM_APPROVAL_REQUIRED_OPS", OPS.to_owned()),
+        ("ACDM_APPROVAL_WEBHOOK_URL", hook.url.clone()),
+        ("ACDM_APPROVAL_WEBHOOK_SECRET", SECRET.to_owned()),
+        ("ACDM_PUBLIC_URL", "https://acdm.example.com".to_owned()),
+    ])
+    .await
+    else {
+        return;
+    };
+    let (status, asked) = env
+        .nc(ALPHA, "delete", json!({"rel_path": "readme.md", "dry_run": false}))
+        .await;
+    assert_eq!((status, code(&asked)), (403, "approval_required"), "{asked}");
+    let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
+
+    let (headers, body) = hook.next().await;
+    assert!(signed_by_secret(&headers, &body), "{headers:?}");
+    let message: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(message["approval_id"], id.as_str());
+    assert_eq!(message["project"], "alpha");
+    assert_eq!(message["op"], "nc.delete");
+    assert_eq!(message["requested_by"], USER);
+    assert_eq!(message["agent"], ALPHA);
+    assert_eq!(message["thread"], THREAD);
+    assert_eq!(message["preview"], asked["data"]["preview"]);
+    assert_eq!(message["expires_at"], asked["data"]["expires_at"]);
+    assert_eq!(
+        message["console_url"],
+        format!("https://acdm.example.com/console/approvals/{id}")
+    );
+    let first_id = headers.get("webhook-id").unwrap().clone();
+
+    // Retried with the same id, until the receiver takes it.
+    let (headers, retried) = hook.next().await;
+    assert_eq!(headers.get("webhook-id").unwrap(), &first_id, "the same message");
+    assert_eq!(retried, body);
+    assert!(signed_by_secret(&headers, &retried));
+    // Delivered once: the failing count went back to zero, and /metrics says so.
+    let metrics = loop {
+        let text = env.app.send(Req::get("/metrics")).await.body;
+        if text.contains("acdm_approval_notifications_delivered 1") {
+            break text;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert!(metrics.contains("acdm_approval_notifications_waiting 0"), "{metrics}");
+    assert!(metrics.contains("acdm_approval_notification_failures 1"), "{metrics}");
     env.stop().await;
 }

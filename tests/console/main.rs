@@ -562,3 +562,115 @@ impl EvilSite {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approver_approves_one_request_and_rejects_another_and_a_cross_site_approve_is_refused() {
+    let Some(installed) = Browser::find() else {
+        return;
+    };
+    let app = spawn_app(Options {
+        extra_env: vec![("ACDM_APPROVAL_REQUIRED_OPS", "nc.write".to_owned())],
+        ..Options::default()
+    })
+    .await;
+    admin(&app, "POST", "/admin/projects", json!({ "slug": "alpha", "name": "Alpha" })).await;
+    for (user, role) in [("u-alice", "member"), ("u-ops", "admin")] {
+        admin(
+            &app,
+            "POST",
+            "/admin/projects/alpha/members",
+            json!({ "user_id": user, "role": role }),
+        )
+        .await;
+    }
+    admin(
+        &app,
+        "POST",
+        "/admin/agents",
+        json!({ "agent_name": "project-alpha", "project": "alpha" }),
+    )
+    .await;
+    let base = format!("http://127.0.0.1:{}", app.addr.port());
+    let env = Env { app, base };
+    let mut asked = Vec::new();
+    for (file, content) in [("notes/a.md", "the first plan"), ("notes/b.md", "<b>second</b>")] {
+        let body = json!({ "rel_path": file, "content": content });
+        let (status, answer) = nc(&env.app, "project-alpha", "write", body.clone()).await;
+        assert_eq!((status, answer["code"].as_str()), (403, Some("approval_required")), "{answer}");
+        asked.push((body, answer["data"]["approval_id"].as_str().unwrap().to_owned()));
+    }
+    let browser = Session::start(&installed).await;
+    sign_in(&browser, &env.base).await;
+    browser.goto(&format!("{}/console/approvals", env.base)).await;
+    let text = browser.text().await;
+    assert!(text.contains("Approvals 2"), "the count in the navigation: {text}");
+    assert!(text.contains("notes/a.md") && text.contains("notes/b.md"), "{text}");
+    browser.screenshot("approvals-pending").await;
+
+    // Approve the first, with a note, after the confirmation.
+    let (first, first_id) = &asked[0];
+    browser
+        .goto(&format!("{}/console/approvals/{first_id}", env.base))
+        .await;
+    assert!(browser.text().await.contains("the first plan"), "the new content is shown");
+    browser.type_into("input[name=note]", "fine for the kick-off").await;
+    browser.click("form[action$='/approve'] button").await;
+    browser.wait_for("You decide as").await;
+    browser.click("form button.danger").await;
+    browser.wait_for("Approved as u-ops").await;
+    browser.screenshot("approval-approved").await;
+
+    // Reject the second, with the reason; its markup stays text.
+    let (second, second_id) = &asked[1];
+    browser
+        .goto(&format!("{}/console/approvals/{second_id}", env.base))
+        .await;
+    assert!(!browser.source().await.contains("<b>second</b>"), "escaped");
+    browser.type_into("input[name=reason]", "not before the review").await;
+    browser.click("form[action$='/reject'] button").await;
+    browser.wait_for("You decide as").await;
+    browser.click("form button.danger").await;
+    browser.wait_for("Rejected as u-ops").await;
+    browser.goto(&format!("{}/console/approvals", env.base)).await;
+    assert!(!browser.text().await.contains("Approvals 2"), "none pending now");
+
+    // The agent's calls: the approved one runs, the rejected one says why.
+    let mut approved = first.clone();
+    approved["approval_id"] = json!(first_id);
+    let (status, done) = nc(&env.app, "project-alpha", "write", approved).await;
+    assert_eq!(status, 200, "{done}");
+    let mut rejected = second.clone();
+    rejected["approval_id"] = json!(second_id);
+    let (status, refused) = nc(&env.app, "project-alpha", "write", rejected).await;
+    assert_eq!(status, 403, "{refused}");
+    assert_eq!(refused["code"], "approval_rejected");
+    assert!(refused["message"].as_str().unwrap().contains("not before the review"));
+
+    // A cross-site approve, with the browser's own cookie: refused.
+    let (third, third_id) = {
+        let body = json!({ "rel_path": "notes/c.md", "content": "third" });
+        let (_, answer) = nc(&env.app, "project-alpha", "write", body.clone()).await;
+        (body, answer["data"]["approval_id"].as_str().unwrap().to_owned())
+    };
+    let cookie = browser
+        .cookies()
+        .await
+        .into_iter()
+        .find(|c| c.name() == "acdm_console")
+        .unwrap();
+    let cookie = format!("acdm_console={}", cookie.value());
+    let forged = send_form(
+        &env,
+        &cookie,
+        &format!("/console/approvals/{third_id}/approve"),
+        "confirm=yes&note=x",
+        Some("http://evil.example"),
+    )
+    .await;
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    let mut presented = third;
+    presented["approval_id"] = json!(third_id);
+    let (status, still) = nc(&env.app, "project-alpha", "write", presented).await;
+    assert_eq!((status, still["code"].as_str()), (403, Some("approval_pending")), "{still}");
+    env.app.stop().await;
+}

@@ -255,6 +255,7 @@ impl AppState {
                 resolver.clone(),
                 t.expose_secret(),
                 config.console_secure_cookie,
+                approvals.clone(),
             )
         });
         let shutdown = CancellationToken::new();

@@ -36,18 +36,40 @@ pub fn query_value(text: &str) -> String {
     utf8_percent_encode(text, NOT_UNRESERVED).to_string()
 }
 
-/// A whole page: the navigation (with a sign-out form when signed in),
-/// the title and `body` (already HTML).
-pub fn page(title: &str, signed_in: Option<(&str, &str)>, body: &str) -> String {
+/// Who is signed in, for the navigation: the user, the session's CSRF
+/// token (the sign-out form), and the approval requests waiting for a
+/// decision, when known.
+#[derive(Debug, Clone, Copy)]
+pub struct SignedIn<'a> {
+    /// The session's user.
+    pub user: &'a str,
+    /// The session's CSRF token.
+    pub csrf: &'a str,
+    /// Pending approval requests, all projects.
+    pub pending_approvals: Option<u64>,
+}
+
+/// A whole page: the navigation (with the pending approvals' count and a
+/// sign-out form when signed in), the title and `body` (already HTML).
+pub fn page(title: &str, signed_in: Option<SignedIn<'_>>, body: &str) -> String {
     let nav = match signed_in {
-        Some((user, csrf)) => format!(
+        Some(SignedIn {
+            user,
+            csrf,
+            pending_approvals,
+        }) => format!(
             "<a href=\"/console/projects\">Projects</a>\
+             <a href=\"/console/approvals\">Approvals{}</a>\
              <a href=\"/console/events\">Audit trail</a>\
              <a href=\"/console/kill-switch\">Kill switch</a>\
              <a href=\"/api-docs\">API</a>\
              <form method=\"post\" action=\"/console/sign-out\">\
              <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
              <span>{}</span> <button type=\"submit\">Sign out</button></form>",
+            match pending_approvals {
+                Some(n) if n > 0 => format!(" <span class=\"count\">{n}</span>"),
+                _ => String::new(),
+            },
             esc(csrf),
             esc(user)
         ),

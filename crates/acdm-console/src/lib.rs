@@ -11,7 +11,9 @@
 //!   post) and the pages: projects (members, mounts, agents, business
 //!   view), the audit trail (filters, each event with its diff, revert
 //!   with a confirmation, reverts linked both ways), the kill switch and
-//!   the scope-cache reset.
+//!   the scope-cache reset;
+//! - [`approvals`]: approval requests, each with its preview, approved or
+//!   rejected after a confirmation.
 //!
 //! Every read works without JavaScript (there is none); every change is a
 //! form posted after a confirmation page.
@@ -21,6 +23,7 @@
 //! switch) and the resolver, as the operator API's do.
 
 pub mod api_docs;
+mod approvals;
 pub mod diff;
 pub mod html;
 pub mod session;
@@ -78,6 +81,7 @@ struct Inner {
     token: SharedToken,
     key: SessionKey,
     secure_cookie: bool,
+    approvals: acdm_bff::approval::Approvals,
 }
 
 impl ConsoleState {
@@ -92,6 +96,7 @@ impl ConsoleState {
         resolver: Arc<ScopeResolver>,
         admin_token: &str,
         secure_cookie: bool,
+        approvals: acdm_bff::approval::Approvals,
     ) -> Option<Self> {
         let token = SharedToken::of(admin_token)?;
         Some(Self {
@@ -103,6 +108,7 @@ impl ConsoleState {
                 token,
                 key: SessionKey::derive(admin_token.as_bytes())?,
                 secure_cookie,
+                approvals,
             }),
         })
     }
@@ -120,6 +126,10 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/projects/{slug}", get(project))
         .route("/console/projects/{slug}/agents", post(mount_agent))
         .route("/console/agents/{agent}/unmount", post(unmount_agent))
+        .route("/console/approvals", get(approvals::list))
+        .route("/console/approvals/{id}", get(approvals::show))
+        .route("/console/approvals/{id}/approve", post(approvals::approve))
+        .route("/console/approvals/{id}/reject", post(approvals::reject))
         .route("/console/events", get(events))
         .route("/console/projects/{slug}/events/{id}", get(event))
         .route("/console/projects/{slug}/events/{id}/revert", post(revert))
@@ -137,6 +147,8 @@ pub fn router(state: ConsoleState) -> Router {
 struct Operator {
     session: Session,
     csrf: String,
+    /// Approval requests waiting for a decision (the navigation's count).
+    pending_approvals: Option<u64>,
 }
 
 fn now() -> i64 {
@@ -260,7 +272,13 @@ async fn guard_inner(state: ConsoleState, mut req: Request, next: Next) -> Respo
         // such, not as a wrong token.
         let token = match read_form::<CsrfForm>(&bytes) {
             Ok(form) => form.csrf.unwrap_or_default(),
-            Err(_) => return unreadable_form(&Operator { session, csrf }),
+            Err(_) => {
+                return unreadable_form(&Operator {
+                    session,
+                    csrf,
+                    pending_approvals: None,
+                });
+            }
         };
         if !state.inner.key.csrf_matches(&session, &token) {
             return refusal(
@@ -270,7 +288,12 @@ async fn guard_inner(state: ConsoleState, mut req: Request, next: Next) -> Respo
         }
         req = Request::from_parts(parts, axum::body::Body::from(bytes));
     }
-    req.extensions_mut().insert(Operator { session, csrf });
+    let pending_approvals = state.inner.store.pending_approval_count().await.ok();
+    req.extensions_mut().insert(Operator {
+        session,
+        csrf,
+        pending_approvals,
+    });
     next.run(req).await
 }
 
@@ -297,7 +320,7 @@ fn html(body: String) -> Response {
 fn not_found(operator: &Operator, what: &str) -> Response {
     let body = page(
         "Not found",
-        Some((&operator.session.user, &operator.csrf)),
+        signed_in(operator),
         &format!("<p class=\"banner warn\">{}</p>", esc(what)),
     );
     (StatusCode::NOT_FOUND, html_headers(), body).into_response()
@@ -306,7 +329,7 @@ fn not_found(operator: &Operator, what: &str) -> Response {
 fn failed(operator: &Operator, what: &str) -> Response {
     let body = page(
         "Not done",
-        Some((&operator.session.user, &operator.csrf)),
+        signed_in(operator),
         &format!("<p class=\"banner off\">{}</p>", esc(what)),
     );
     (StatusCode::CONFLICT, html_headers(), body).into_response()
@@ -327,7 +350,7 @@ fn read_form<T: serde::de::DeserializeOwned>(
 fn unreadable_form(operator: &Operator) -> Response {
     let body = page(
         "Not done",
-        Some((&operator.session.user, &operator.csrf)),
+        signed_in(operator),
         "<p class=\"banner off\">This form could not be read (a field was given twice?). Reload the page and try again.</p>",
     );
     (StatusCode::BAD_REQUEST, html_headers(), body).into_response()
@@ -376,8 +399,12 @@ struct KillSwitchForm {
     reason: String,
 }
 
-fn signed_in(operator: &Operator) -> Option<(&str, &str)> {
-    Some((&operator.session.user, &operator.csrf))
+fn signed_in(operator: &Operator) -> Option<html::SignedIn<'_>> {
+    Some(html::SignedIn {
+        user: &operator.session.user,
+        csrf: &operator.csrf,
+        pending_approvals: operator.pending_approvals,
+    })
 }
 
 // ---- sign-in ----------------------------------------------------------------
@@ -1338,6 +1365,7 @@ mod tests {
                 expires: 0,
             },
             csrf: "token".to_owned(),
+            pending_approvals: None,
         };
         let response = unreadable_form(&operator);
         assert_eq!(response.status(), StatusCode::BAD_REQUEST);

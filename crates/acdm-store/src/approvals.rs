@@ -250,6 +250,20 @@ impl Store {
         row.map(ApprovalRow::into_domain).transpose()
     }
 
+    /// Requests waiting for a decision (pending, not expired), all
+    /// projects.
+    pub async fn pending_approval_count(&self) -> Result<u64, StoreError> {
+        let count: i64 = with_pool!(&self.pool, p => {
+            sqlx::query_scalar(
+                "SELECT COUNT(*) FROM approvals WHERE status = 'pending' AND expires_at > $1",
+            )
+            .bind(self.now())
+            .fetch_one(p)
+            .await?
+        });
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
     /// The approval `id`, of any project.
     pub async fn approval(&self, id: ApprovalId) -> Result<Approval, StoreError> {
         let row: Option<ApprovalRow> = with_pool!(&self.pool, p => {
