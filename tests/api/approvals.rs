@@ -12,8 +12,8 @@ use acdm_core::{AgentName, Identity, ThreadId, ToolResponse, UserId};
 use serde_json::{Value, json};
 
 use crate::business::add_member;
-use crate::helpers::Req;
 use crate::dav::{ALPHA, BETA, NcEnv, THREAD, USER, assert_envelope, code};
+use crate::helpers::Req;
 
 const OPS: &str = "nc.delete,nc.write,business.delete_meeting,project.milestone/advance";
 
@@ -72,18 +72,31 @@ async fn a_delete_waits_for_a_person_and_runs_once_as_approved() {
     // The real call asks, and nothing is written.
     let mark = env.recorder().mark();
     let (status, asked) = env.nc(ALPHA, "delete", delete.clone()).await;
-    assert_eq!((status, code(&asked)), (403, "approval_required"), "{asked}");
+    assert_eq!(
+        (status, code(&asked)),
+        (403, "approval_required"),
+        "{asked}"
+    );
     let data = &asked["data"];
     let id = data["approval_id"].as_str().unwrap().to_owned();
     assert_eq!(data["status"], "pending");
     assert!(data["expires_at"].is_string(), "{asked}");
-    assert_eq!(data["preview"]["would_delete"][0]["rel_path"], "docs/plan.md");
+    assert_eq!(
+        data["preview"]["would_delete"][0]["rel_path"],
+        "docs/plan.md"
+    );
     assert_eq!(data["preview"]["would_delete"][0]["etag"], etag, "{asked}");
     assert_eq!(data["preview"]["targets"][0]["version"], etag, "{asked}");
     let action = asked["suggested_action"].as_str().unwrap();
-    assert!(action.contains(&id) && action.contains("approval_id"), "{action}");
+    assert!(
+        action.contains(&id) && action.contains("approval_id"),
+        "{action}"
+    );
     assert!(env.recorder().since(mark).iter().all(|r| !r.is_write()));
-    assert_eq!(env.disk_read("Projects/Alpha/docs/plan.md").unwrap(), before);
+    assert_eq!(
+        env.disk_read("Projects/Alpha/docs/plan.md").unwrap(),
+        before
+    );
 
     // Asked again before anyone decided: the same request, not a second.
     let (_, again) = env.nc(ALPHA, "delete", delete.clone()).await;
@@ -92,7 +105,11 @@ async fn a_delete_waits_for_a_person_and_runs_once_as_approved() {
     // Presented before anyone decided: pending.
     let approved_call = with_approval(&delete, &id);
     let (status, refused) = env.nc(ALPHA, "delete", approved_call.clone()).await;
-    assert_eq!((status, code(&refused)), (403, "approval_pending"), "{refused}");
+    assert_eq!(
+        (status, code(&refused)),
+        (403, "approval_pending"),
+        "{refused}"
+    );
 
     // The operator sees it, with the preview.
     let (status, listed) = env
@@ -115,15 +132,34 @@ async fn a_delete_waits_for_a_person_and_runs_once_as_approved() {
         ("u-beta-owner", "owners and admins"),
     ] {
         let (status, refused) = decide(&env, &id, "approve", json!({"user_id": user})).await;
-        assert_eq!((status, code(&refused)), (403, "permission_denied"), "{user}: {refused}");
-        assert!(refused["message"].as_str().unwrap().contains(rule), "{user}: {refused}");
+        assert_eq!(
+            (status, code(&refused)),
+            (403, "permission_denied"),
+            "{user}: {refused}"
+        );
+        assert!(
+            refused["message"].as_str().unwrap().contains(rule),
+            "{user}: {refused}"
+        );
     }
-    let (status, approved) = decide(&env, &id, "approve", json!({"user_id": "u-owner", "note": "ok for Monday"})).await;
+    let (status, approved) = decide(
+        &env,
+        &id,
+        "approve",
+        json!({"user_id": "u-owner", "note": "ok for Monday"}),
+    )
+    .await;
     assert_eq!(status, 200, "{approved}");
     assert_eq!(approved["data"]["status"], "approved");
     assert_eq!(approved["data"]["decided_by"], "u-owner");
     // Decided once: a second decision is a conflict.
-    let (status, again) = decide(&env, &id, "reject", json!({"user_id": "u-admin", "reason": "late"})).await;
+    let (status, again) = decide(
+        &env,
+        &id,
+        "reject",
+        json!({"user_id": "u-admin", "reason": "late"}),
+    )
+    .await;
     assert_eq!((status, code(&again)), (409, "conflict"), "{again}");
 
     // Other arguments, another user, another agent's project: refused,
@@ -131,10 +167,28 @@ async fn a_delete_waits_for_a_person_and_runs_once_as_approved() {
     let mark = env.recorder().mark();
     let other_file = with_approval(&json!({"rel_path": "readme.md", "dry_run": false}), &id);
     let (status, refused) = env.nc(ALPHA, "delete", other_file).await;
-    assert_eq!((status, code(&refused)), (403, "approval_mismatch"), "{refused}");
-    assert!(refused["message"].as_str().unwrap().contains("rel_path"), "{refused}");
-    let (status, refused) = call(&env, "u-admin", ALPHA, "agent-tools/nc/delete", &approved_call).await;
-    assert_eq!((status, code(&refused)), (403, "approval_mismatch"), "{refused}");
+    assert_eq!(
+        (status, code(&refused)),
+        (403, "approval_mismatch"),
+        "{refused}"
+    );
+    assert!(
+        refused["message"].as_str().unwrap().contains("rel_path"),
+        "{refused}"
+    );
+    let (status, refused) = call(
+        &env,
+        "u-admin",
+        ALPHA,
+        "agent-tools/nc/delete",
+        &approved_call,
+    )
+    .await;
+    assert_eq!(
+        (status, code(&refused)),
+        (403, "approval_mismatch"),
+        "{refused}"
+    );
     // Another project's agent: as if the approval did not exist.
     let (status, refused) = env.nc(BETA, "delete", approved_call.clone()).await;
     assert_eq!((status, code(&refused)), (404, "not_found"), "{refused}");
@@ -144,7 +198,10 @@ async fn a_delete_waits_for_a_person_and_runs_once_as_approved() {
         .await;
     assert_eq!(
         refused["message"].as_str().unwrap().replace(&id, "ID"),
-        unknown["message"].as_str().unwrap().replace(&unknown_id, "ID"),
+        unknown["message"]
+            .as_str()
+            .unwrap()
+            .replace(&unknown_id, "ID"),
         "another project's approval reads as an unknown one"
     );
     assert!(env.recorder().since(mark).iter().all(|r| !r.is_write()));
@@ -153,14 +210,25 @@ async fn a_delete_waits_for_a_person_and_runs_once_as_approved() {
     let (status, done) = env.nc(ALPHA, "delete", approved_call.clone()).await;
     assert_eq!(status, 200, "{done}");
     assert!(env.disk_read("Projects/Alpha/docs/plan.md").is_none());
-    let event = env
-        .event(done["data"]["event_id"].as_str().unwrap())
-        .await;
-    assert_eq!(event["params"]["approval"]["approval_id"], id.as_str(), "{event}");
-    assert_eq!(event["params"]["approval"]["approved_by"], "u-owner", "{event}");
+    let event = env.event(done["data"]["event_id"].as_str().unwrap()).await;
+    assert_eq!(
+        event["params"]["approval"]["approval_id"],
+        id.as_str(),
+        "{event}"
+    );
+    assert_eq!(
+        event["params"]["approval"]["approved_by"], "u-owner",
+        "{event}"
+    );
     let (status, refused) = env.nc(ALPHA, "delete", approved_call).await;
-    assert_eq!((status, code(&refused)), (409, "approval_used"), "{refused}");
-    let (_, shown) = env.admin("GET", &format!("/admin/approvals/{id}"), None).await;
+    assert_eq!(
+        (status, code(&refused)),
+        (409, "approval_used"),
+        "{refused}"
+    );
+    let (_, shown) = env
+        .admin("GET", &format!("/admin/approvals/{id}"), None)
+        .await;
     assert_eq!(shown["data"]["status"], "used", "{shown}");
     assert_eq!(shown["data"]["event_id"], done["data"]["event_id"]);
     env.stop().await;
@@ -171,7 +239,11 @@ async fn a_target_changed_after_the_preview_voids_the_approval() {
     let Some(env) = env().await else { return };
     let write = json!({"rel_path": "docs/plan.md", "content": "the agent's plan\n"});
     let (status, asked) = env.nc(ALPHA, "write", write.clone()).await;
-    assert_eq!((status, code(&asked)), (403, "approval_required"), "{asked}");
+    assert_eq!(
+        (status, code(&asked)),
+        (403, "approval_required"),
+        "{asked}"
+    );
     let preview = &asked["data"]["preview"];
     assert_eq!(preview["exists"], true, "{asked}");
     assert_eq!(preview["new_text"], "the agent's plan\n");
@@ -185,14 +257,25 @@ async fn a_target_changed_after_the_preview_voids_the_approval() {
     let approved_call = with_approval(&write, &id);
     let (status, refused) = env.nc(ALPHA, "write", approved_call.clone()).await;
     assert_eq!((status, code(&refused)), (409, "conflict"), "{refused}");
-    assert!(refused["message"].as_str().unwrap().contains("docs/plan.md"), "{refused}");
-    assert!(env.recorder().since(mark).iter().all(|r| !r.is_write()), "nothing written");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("docs/plan.md"),
+        "{refused}"
+    );
+    assert!(
+        env.recorder().since(mark).iter().all(|r| !r.is_write()),
+        "nothing written"
+    );
     assert_eq!(
         env.disk_read("Projects/Alpha/docs/plan.md").unwrap(),
         b"a person's edit\n"
     );
     // Void for good, even if the file went back as it was.
-    let (_, shown) = env.admin("GET", &format!("/admin/approvals/{id}"), None).await;
+    let (_, shown) = env
+        .admin("GET", &format!("/admin/approvals/{id}"), None)
+        .await;
     assert_eq!(shown["data"]["status"], "voided", "{shown}");
     let (status, refused) = env.nc(ALPHA, "write", approved_call).await;
     assert_eq!((status, code(&refused)), (409, "conflict"), "{refused}");
@@ -205,33 +288,78 @@ async fn a_rejection_says_why_and_roles_and_the_kill_switch_come_first() {
     let delete = json!({"rel_path": "readme.md", "dry_run": false});
     // A viewer may not delete at all: refused by role, nothing asked.
     let (status, refused) = call(&env, "u-viewer", ALPHA, "agent-tools/nc/delete", &delete).await;
-    assert_eq!((status, code(&refused)), (403, "permission_denied"), "{refused}");
+    assert_eq!(
+        (status, code(&refused)),
+        (403, "permission_denied"),
+        "{refused}"
+    );
     // The kill switch answers before approval.
     env.set_writes_enabled(false).await;
     let (status, refused) = env.nc(ALPHA, "delete", delete.clone()).await;
-    assert_eq!((status, code(&refused)), (403, "kill_switch_off"), "{refused}");
+    assert_eq!(
+        (status, code(&refused)),
+        (403, "kill_switch_off"),
+        "{refused}"
+    );
     env.set_writes_enabled(true).await;
     let (_, pending) = env.admin("GET", "/admin/approvals", None).await;
-    assert_eq!(pending["data"]["approvals"], json!([]), "nothing was asked: {pending}");
+    assert_eq!(
+        pending["data"]["approvals"],
+        json!([]),
+        "nothing was asked: {pending}"
+    );
 
     let (status, asked) = env.nc(ALPHA, "delete", delete.clone()).await;
-    assert_eq!((status, code(&asked)), (403, "approval_required"), "{asked}");
+    assert_eq!(
+        (status, code(&asked)),
+        (403, "approval_required"),
+        "{asked}"
+    );
     let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
     // A rejection needs its reason.
-    let (status, refused) = decide(&env, &id, "reject", json!({"user_id": "u-admin", "reason": "  "})).await;
-    assert_eq!((status, code(&refused)), (422, "validation_error"), "{refused}");
-    let (status, _) = decide(&env, &id, "reject", json!({"user_id": "u-admin", "reason": "keep it until the audit"})).await;
+    let (status, refused) = decide(
+        &env,
+        &id,
+        "reject",
+        json!({"user_id": "u-admin", "reason": "  "}),
+    )
+    .await;
+    assert_eq!(
+        (status, code(&refused)),
+        (422, "validation_error"),
+        "{refused}"
+    );
+    let (status, _) = decide(
+        &env,
+        &id,
+        "reject",
+        json!({"user_id": "u-admin", "reason": "keep it until the audit"}),
+    )
+    .await;
     assert_eq!(status, 200);
     let (status, refused) = env.nc(ALPHA, "delete", with_approval(&delete, &id)).await;
-    assert_eq!((status, code(&refused)), (403, "approval_rejected"), "{refused}");
+    assert_eq!(
+        (status, code(&refused)),
+        (403, "approval_rejected"),
+        "{refused}"
+    );
     assert!(
-        refused["message"].as_str().unwrap().contains("keep it until the audit"),
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("keep it until the audit"),
         "{refused}"
     );
     assert!(env.disk_read("Projects/Alpha/readme.md").is_some());
     // A malformed id is a validation error, an unknown one not found.
-    let (status, refused) = env.nc(ALPHA, "delete", with_approval(&delete, "nope")).await;
-    assert_eq!((status, code(&refused)), (422, "validation_error"), "{refused}");
+    let (status, refused) = env
+        .nc(ALPHA, "delete", with_approval(&delete, "nope"))
+        .await;
+    assert_eq!(
+        (status, code(&refused)),
+        (422, "validation_error"),
+        "{refused}"
+    );
     env.stop().await;
 }
 
@@ -244,29 +372,69 @@ async fn a_project_has_its_own_policy_until_it_is_cleared() {
     assert_eq!(shown["data"]["source"], "global");
     assert_eq!(
         shown["data"]["ops"],
-        json!(["nc.write", "nc.delete", "business.delete_meeting", "project.milestone/advance"])
+        json!([
+            "nc.write",
+            "nc.delete",
+            "business.delete_meeting",
+            "project.milestone/advance"
+        ])
     );
-    let (status, refused) = env.admin("PUT", path, Some(json!({"ops": ["nc.delete", "nc.read"]}))).await;
-    assert_eq!((status, code(&refused)), (422, "validation_error"), "{refused}");
-    let (status, set) = env.admin("PUT", path, Some(json!({"ops": ["nc.move"]}))).await;
+    let (status, refused) = env
+        .admin("PUT", path, Some(json!({"ops": ["nc.delete", "nc.read"]})))
+        .await;
+    assert_eq!(
+        (status, code(&refused)),
+        (422, "validation_error"),
+        "{refused}"
+    );
+    let (status, set) = env
+        .admin("PUT", path, Some(json!({"ops": ["nc.move"]})))
+        .await;
     assert_eq!(status, 200, "{set}");
-    assert_eq!(set["data"], json!({"ops": ["nc.move"], "source": "project"}));
+    assert_eq!(
+        set["data"],
+        json!({"ops": ["nc.move"], "source": "project"})
+    );
 
     // Now a delete runs at once, and a move asks.
     let (status, deleted) = env
-        .nc(ALPHA, "delete", json!({"rel_path": "docs/sub/deep.txt", "dry_run": false}))
+        .nc(
+            ALPHA,
+            "delete",
+            json!({"rel_path": "docs/sub/deep.txt", "dry_run": false}),
+        )
         .await;
     assert_eq!(status, 200, "{deleted}");
     let (status, asked) = env
-        .nc(ALPHA, "move", json!({"from_rel_path": "readme.md", "to_rel_path": "docs/readme.md"}))
+        .nc(
+            ALPHA,
+            "move",
+            json!({"from_rel_path": "readme.md", "to_rel_path": "docs/readme.md"}),
+        )
         .await;
-    assert_eq!((status, code(&asked)), (403, "approval_required"), "{asked}");
-    assert_eq!(asked["data"]["preview"]["targets"][1]["version"], Value::Null, "nothing at the target");
+    assert_eq!(
+        (status, code(&asked)),
+        (403, "approval_required"),
+        "{asked}"
+    );
+    assert_eq!(
+        asked["data"]["preview"]["targets"][1]["version"],
+        Value::Null,
+        "nothing at the target"
+    );
     // Beta still follows the deployment's list.
     let (status, asked) = env
-        .nc(BETA, "delete", json!({"rel_path": "secret.md", "dry_run": false}))
+        .nc(
+            BETA,
+            "delete",
+            json!({"rel_path": "secret.md", "dry_run": false}),
+        )
         .await;
-    assert_eq!((status, code(&asked)), (403, "approval_required"), "{asked}");
+    assert_eq!(
+        (status, code(&asked)),
+        (403, "approval_required"),
+        "{asked}"
+    );
 
     let (status, cleared) = env.admin("DELETE", path, None).await;
     assert_eq!(status, 200, "{cleared}");
@@ -287,10 +455,24 @@ async fn business_and_project_writes_preview_what_they_would_change() {
     )
     .await;
     assert_eq!(status, 200, "{created}");
-    let meeting = created["data"]["meeting"]["meeting_id"].as_str().unwrap().to_owned();
+    let meeting = created["data"]["meeting"]["meeting_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let delete = json!({"meeting_id": meeting, "dry_run": false});
-    let (status, asked) = call(&env, "u-admin", ALPHA, "agent-tools/business/delete_meeting", &delete).await;
-    assert_eq!((status, code(&asked)), (403, "approval_required"), "{asked}");
+    let (status, asked) = call(
+        &env,
+        "u-admin",
+        ALPHA,
+        "agent-tools/business/delete_meeting",
+        &delete,
+    )
+    .await;
+    assert_eq!(
+        (status, code(&asked)),
+        (403, "approval_required"),
+        "{asked}"
+    );
     let preview = &asked["data"]["preview"];
     assert_eq!(preview["meeting"]["title"], "Kick-off", "{asked}");
     assert_eq!(preview["meeting"]["version"], 1, "{asked}");
@@ -298,7 +480,14 @@ async fn business_and_project_writes_preview_what_they_would_change() {
     let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
     let (status, _) = decide(&env, &id, "approve", json!({"user_id": "u-owner"})).await;
     assert_eq!(status, 200);
-    let (status, deleted) = call(&env, "u-admin", ALPHA, "agent-tools/business/delete_meeting", &with_approval(&delete, &id)).await;
+    let (status, deleted) = call(
+        &env,
+        "u-admin",
+        ALPHA,
+        "agent-tools/business/delete_meeting",
+        &with_approval(&delete, &id),
+    )
+    .await;
     assert_eq!(status, 200, "{deleted}");
 
     // The milestone advance shows the current milestone and the project's
@@ -319,11 +508,29 @@ async fn business_and_project_writes_preview_what_they_would_change() {
             .await;
         assert_eq!(status, 200, "{body}");
     }
-    let (status, refused) = call(&env, "u-owner", ALPHA, "agent-tools/project/milestone/advance", &json!({"if_current": 2})).await;
+    let (status, refused) = call(
+        &env,
+        "u-owner",
+        ALPHA,
+        "agent-tools/project/milestone/advance",
+        &json!({"if_current": 2}),
+    )
+    .await;
     assert_eq!((status, code(&refused)), (409, "conflict"), "{refused}");
     let advance = json!({"if_current": 1});
-    let (status, asked) = call(&env, "u-owner", ALPHA, "agent-tools/project/milestone/advance", &advance).await;
-    assert_eq!((status, code(&asked)), (403, "approval_required"), "{asked}");
+    let (status, asked) = call(
+        &env,
+        "u-owner",
+        ALPHA,
+        "agent-tools/project/milestone/advance",
+        &advance,
+    )
+    .await;
+    assert_eq!(
+        (status, code(&asked)),
+        (403, "approval_required"),
+        "{asked}"
+    );
     let preview = &asked["data"]["preview"];
     assert_eq!(preview["current"]["seq"], 1, "{asked}");
     assert_eq!(preview["next"]["seq"], 2, "{asked}");
@@ -331,7 +538,14 @@ async fn business_and_project_writes_preview_what_they_would_change() {
     let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
     let (status, _) = decide(&env, &id, "approve", json!({"user_id": "u-admin"})).await;
     assert_eq!(status, 200);
-    let (status, advanced) = call(&env, "u-owner", ALPHA, "agent-tools/project/milestone/advance", &with_approval(&advance, &id)).await;
+    let (status, advanced) = call(
+        &env,
+        "u-owner",
+        ALPHA,
+        "agent-tools/project/milestone/advance",
+        &with_approval(&advance, &id),
+    )
+    .await;
     assert_eq!(status, 200, "{advanced}");
     env.stop().await;
 }
@@ -360,7 +574,10 @@ async fn receiver(script: Vec<u16>) -> Receiver {
         }),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook?key=receivers-own", listener.local_addr().unwrap());
+    let url = format!(
+        "http://{}/hook?key=receivers-own",
+        listener.local_addr().unwrap()
+    );
     tokio::spawn(async move { axum::serve(listener, app).await });
     Receiver { url, got }
 }
@@ -385,12 +602,21 @@ fn signed_by_secret(headers: &axum::http::HeaderMap, body: &str) -> bool {
         .decode(SECRET.strip_prefix("whsec_").unwrap())
         .unwrap();
     let mut mac = <hmac::Hmac<sha2::Sha256> as hmac::Mac>::new_from_slice(&key).unwrap();
-    mac.update(format!("{}.{}.{body}", header("webhook-id"), header("webhook-timestamp")).as_bytes());
+    mac.update(
+        format!(
+            "{}.{}.{body}",
+            header("webhook-id"),
+            header("webhook-timestamp")
+        )
+        .as_bytes(),
+    );
     let expected = format!(
         "v1,{}",
         base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
     );
-    header("webhook-signature").split(' ').any(|s| s == expected)
+    header("webhook-signature")
+        .split(' ')
+        .any(|s| s == expected)
 }
 
 #[tokio::test]
@@ -408,9 +634,17 @@ async fn a_new_request_is_posted_signed_at_once_and_retried_until_taken() {
         return;
     };
     let (status, asked) = env
-        .nc(ALPHA, "delete", json!({"rel_path": "readme.md", "dry_run": false}))
+        .nc(
+            ALPHA,
+            "delete",
+            json!({"rel_path": "readme.md", "dry_run": false}),
+        )
         .await;
-    assert_eq!((status, code(&asked)), (403, "approval_required"), "{asked}");
+    assert_eq!(
+        (status, code(&asked)),
+        (403, "approval_required"),
+        "{asked}"
+    );
     let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
 
     let (headers, body) = hook.next().await;
@@ -432,7 +666,11 @@ async fn a_new_request_is_posted_signed_at_once_and_retried_until_taken() {
 
     // Retried with the same id, until the receiver takes it.
     let (headers, retried) = hook.next().await;
-    assert_eq!(headers.get("webhook-id").unwrap(), &first_id, "the same message");
+    assert_eq!(
+        headers.get("webhook-id").unwrap(),
+        &first_id,
+        "the same message"
+    );
     assert_eq!(retried, body);
     assert!(signed_by_secret(&headers, &retried));
     // Delivered once: the failing count went back to zero, and /metrics says so.
@@ -443,7 +681,13 @@ async fn a_new_request_is_posted_signed_at_once_and_retried_until_taken() {
         }
         tokio::task::yield_now().await;
     };
-    assert!(metrics.contains("acdm_approval_notifications_waiting 0"), "{metrics}");
-    assert!(metrics.contains("acdm_approval_notification_failures 1"), "{metrics}");
+    assert!(
+        metrics.contains("acdm_approval_notifications_waiting 0"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("acdm_approval_notification_failures 1"),
+        "{metrics}"
+    );
     env.stop().await;
 }

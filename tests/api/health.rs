@@ -58,7 +58,8 @@ async fn pending_migrations_make_the_service_not_ready() {
         .unwrap()
         .to_owned();
     assert!(
-        reason.contains("pending [1, 2, 3, 4, 5, 6, 7, 8]") && reason.contains("acdm-backend migrate"),
+        reason.contains("pending [1, 2, 3, 4, 5, 6, 7, 8]")
+            && reason.contains("acdm-backend migrate"),
         "{reason}"
     );
     app.stop().await;

@@ -431,8 +431,16 @@ async fn delete_is_a_dry_run_by_default_and_a_real_delete_keeps_the_file_in_the_
         json!({"rel_path": "readme.md", "dry_run": true}),
     )
     .await;
+    let mut listed = single["data"]["would_delete"].clone();
+    // Each item's etag is listed (an approval binds the delete to them).
+    let etag = listed[0]
+        .as_object_mut()
+        .unwrap()
+        .remove("etag")
+        .expect("the dry run lists the etag");
+    assert!(etag.as_str().is_some_and(|e| !e.is_empty()), "{single}");
     assert_eq!(
-        single["data"]["would_delete"],
+        listed,
         json!([{"rel_path": "readme.md", "is_dir": false, "size": README.len()}])
     );
     assert_eq!(single["data"]["count"], 1);

@@ -564,7 +564,8 @@ impl EvilSite {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn an_approver_approves_one_request_and_rejects_another_and_a_cross_site_approve_is_refused() {
+async fn an_approver_approves_one_request_and_rejects_another_and_a_cross_site_approve_is_refused()
+{
     let Some(installed) = Browser::find() else {
         return;
     };
@@ -573,7 +574,13 @@ async fn an_approver_approves_one_request_and_rejects_another_and_a_cross_site_a
         ..Options::default()
     })
     .await;
-    admin(&app, "POST", "/admin/projects", json!({ "slug": "alpha", "name": "Alpha" })).await;
+    admin(
+        &app,
+        "POST",
+        "/admin/projects",
+        json!({ "slug": "alpha", "name": "Alpha" }),
+    )
+    .await;
     for (user, role) in [("u-alice", "member"), ("u-ops", "admin")] {
         admin(
             &app,
@@ -593,18 +600,36 @@ async fn an_approver_approves_one_request_and_rejects_another_and_a_cross_site_a
     let base = format!("http://127.0.0.1:{}", app.addr.port());
     let env = Env { app, base };
     let mut asked = Vec::new();
-    for (file, content) in [("notes/a.md", "the first plan"), ("notes/b.md", "<b>second</b>")] {
+    for (file, content) in [
+        ("notes/a.md", "the first plan"),
+        ("notes/b.md", "<b>second</b>"),
+    ] {
         let body = json!({ "rel_path": file, "content": content });
         let (status, answer) = nc(&env.app, "project-alpha", "write", body.clone()).await;
-        assert_eq!((status, answer["code"].as_str()), (403, Some("approval_required")), "{answer}");
-        asked.push((body, answer["data"]["approval_id"].as_str().unwrap().to_owned()));
+        assert_eq!(
+            (status, answer["code"].as_str()),
+            (403, Some("approval_required")),
+            "{answer}"
+        );
+        asked.push((
+            body,
+            answer["data"]["approval_id"].as_str().unwrap().to_owned(),
+        ));
     }
     let browser = Session::start(&installed).await;
     sign_in(&browser, &env.base).await;
-    browser.goto(&format!("{}/console/approvals", env.base)).await;
+    browser
+        .goto(&format!("{}/console/approvals", env.base))
+        .await;
     let text = browser.text().await;
-    assert!(text.contains("Approvals 2"), "the count in the navigation: {text}");
-    assert!(text.contains("notes/a.md") && text.contains("notes/b.md"), "{text}");
+    assert!(
+        text.contains("Approvals 2"),
+        "the count in the navigation: {text}"
+    );
+    assert!(
+        text.contains("notes/a.md") && text.contains("notes/b.md"),
+        "{text}"
+    );
     browser.screenshot("approvals-pending").await;
 
     // Approve the first, with a note, after the confirmation.
@@ -612,8 +637,13 @@ async fn an_approver_approves_one_request_and_rejects_another_and_a_cross_site_a
     browser
         .goto(&format!("{}/console/approvals/{first_id}", env.base))
         .await;
-    assert!(browser.text().await.contains("the first plan"), "the new content is shown");
-    browser.type_into("input[name=note]", "fine for the kick-off").await;
+    assert!(
+        browser.text().await.contains("the first plan"),
+        "the new content is shown"
+    );
+    browser
+        .type_into("input[name=note]", "fine for the kick-off")
+        .await;
     browser.click("form[action$='/approve'] button").await;
     browser.wait_for("You decide as").await;
     browser.click("form button.danger").await;
@@ -626,13 +656,20 @@ async fn an_approver_approves_one_request_and_rejects_another_and_a_cross_site_a
         .goto(&format!("{}/console/approvals/{second_id}", env.base))
         .await;
     assert!(!browser.source().await.contains("<b>second</b>"), "escaped");
-    browser.type_into("input[name=reason]", "not before the review").await;
+    browser
+        .type_into("input[name=reason]", "not before the review")
+        .await;
     browser.click("form[action$='/reject'] button").await;
     browser.wait_for("You decide as").await;
     browser.click("form button.danger").await;
     browser.wait_for("Rejected as u-ops").await;
-    browser.goto(&format!("{}/console/approvals", env.base)).await;
-    assert!(!browser.text().await.contains("Approvals 2"), "none pending now");
+    browser
+        .goto(&format!("{}/console/approvals", env.base))
+        .await;
+    assert!(
+        !browser.text().await.contains("Approvals 2"),
+        "none pending now"
+    );
 
     // The agent's calls: the approved one runs, the rejected one says why.
     let mut approved = first.clone();
@@ -644,13 +681,21 @@ async fn an_approver_approves_one_request_and_rejects_another_and_a_cross_site_a
     let (status, refused) = nc(&env.app, "project-alpha", "write", rejected).await;
     assert_eq!(status, 403, "{refused}");
     assert_eq!(refused["code"], "approval_rejected");
-    assert!(refused["message"].as_str().unwrap().contains("not before the review"));
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("not before the review")
+    );
 
     // A cross-site approve, with the browser's own cookie: refused.
     let (third, third_id) = {
         let body = json!({ "rel_path": "notes/c.md", "content": "third" });
         let (_, answer) = nc(&env.app, "project-alpha", "write", body.clone()).await;
-        (body, answer["data"]["approval_id"].as_str().unwrap().to_owned())
+        (
+            body,
+            answer["data"]["approval_id"].as_str().unwrap().to_owned(),
+        )
     };
     let cookie = browser
         .cookies()
@@ -671,6 +716,10 @@ async fn an_approver_approves_one_request_and_rejects_another_and_a_cross_site_a
     let mut presented = third;
     presented["approval_id"] = json!(third_id);
     let (status, still) = nc(&env.app, "project-alpha", "write", presented).await;
-    assert_eq!((status, still["code"].as_str()), (403, Some("approval_pending")), "{still}");
+    assert_eq!(
+        (status, still["code"].as_str()),
+        (403, Some("approval_pending")),
+        "{still}"
+    );
     env.app.stop().await;
 }

@@ -100,7 +100,12 @@ fn memory() -> (u64, u64, u64, u64) {
             .unwrap_or(0)
             / 1024
     };
-    (field("VmRSS:"), field("VmHWM:"), field("RssAnon:"), field("RssFile:"))
+    (
+        field("VmRSS:"),
+        field("VmHWM:"),
+        field("RssAnon:"),
+        field("RssFile:"),
+    )
 }
 
 fn size_of(dir: &Path) -> u64 {

@@ -185,10 +185,15 @@ fn knowledge(config: &Config, store: &Store, sources: &Sources) -> anyhow::Resul
 /// their notifications' sender when a webhook is configured.
 fn approvals(config: &Config, store: &Store) -> anyhow::Result<(Approvals, Option<Delivery>)> {
     let ttl = ApprovalTtl::new(config.approval_ttl).map_err(anyhow::Error::msg)?;
-    let delivery = match (&config.approval_webhook_url, &config.approval_webhook_secret) {
+    let delivery = match (
+        &config.approval_webhook_url,
+        &config.approval_webhook_secret,
+    ) {
         (Some(url), Some(secret)) => {
-            let client = HttpClient::new(config.upstream()).context("cannot build the webhook's HTTP client")?;
-            let sender = WebhookSender::new(client, url.clone(), secret).context("ACDM_APPROVAL_WEBHOOK_SECRET")?;
+            let client = HttpClient::new(config.upstream())
+                .context("cannot build the webhook's HTTP client")?;
+            let sender = WebhookSender::new(client, url.clone(), secret)
+                .context("ACDM_APPROVAL_WEBHOOK_SECRET")?;
             Some(Delivery::new(sender))
         }
         _ => None,
@@ -197,9 +202,14 @@ fn approvals(config: &Config, store: &Store) -> anyhow::Result<(Approvals, Optio
         || format!("http://{}", config.listen_addr),
         |url| url.as_str().trim_end_matches('/').to_owned(),
     );
-    let notifications = delivery.as_ref().map(|d| d.notifications(format!("{public}/console")));
+    let notifications = delivery
+        .as_ref()
+        .map(|d| d.notifications(format!("{public}/console")));
     let global = config.approval_required_ops.clone();
-    Ok((Approvals::new(store.clone(), global, ttl, notifications), delivery))
+    Ok((
+        Approvals::new(store.clone(), global, ttl, notifications),
+        delivery,
+    ))
 }
 
 impl AppState {
@@ -431,7 +441,11 @@ pub fn with_global_layers(state: &AppState, adapters: Router) -> Router {
                 index: state.index_metrics.clone(),
                 knowledge: state.knowledge.clone(),
                 notifications: state.delivery.as_ref().map(|d| {
-                    (state.notification_metrics.clone(), state.store.clone(), d.stats.clone())
+                    (
+                        state.notification_metrics.clone(),
+                        state.store.clone(),
+                        d.stats.clone(),
+                    )
                 }),
             }),
         )
@@ -557,7 +571,9 @@ impl Application {
         periodic.spawn("content-index", move |stop| knowledge.run(stop));
         if let Some(delivery) = state.delivery.clone() {
             let store = store.clone();
-            periodic.spawn("approval-notifications", move |stop| delivery.run(store, stop));
+            periodic.spawn("approval-notifications", move |stop| {
+                delivery.run(store, stop)
+            });
         }
         let listener = match server::bind(config.listen_addr) {
             Ok(listener) => listener,

@@ -49,7 +49,10 @@ impl Human for serde_json::Value {
         if self.is_null() {
             return;
         }
-        for text in serde_json::to_string_pretty(self).unwrap_or_default().lines() {
+        for text in serde_json::to_string_pretty(self)
+            .unwrap_or_default()
+            .lines()
+        {
             line(out, format_args!("  {}", clean(text)));
         }
     }

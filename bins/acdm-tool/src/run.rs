@@ -14,21 +14,20 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use acdm_core::approval::{ApprovalId, WithApproval};
 use acdm_core::business::wire::{
     AttachMeetingFileRequest, CreateMeetingRequest, DeleteMeetingData, DeleteMeetingFileRequest,
     DeleteMeetingRequest, ListCalendarRequest, ListMeetingsRequest, ListReportsRequest,
     MeetingRequest, ReportRequest, UpdateMeetingRequest, UpdateReportStatusRequest,
 };
+use acdm_core::business::wire::{BusinessOp, MeetingFileWritten, MeetingWritten, ReportStatusData};
 use acdm_core::identity::headers;
 use acdm_core::nc::{
     DeleteData, DeleteRequest, Encoding, ListRequest, MoveRequest, ReadAs, ReadRequest,
     SearchRequest, WriteRequest,
 };
-use acdm_core::approval::{ApprovalId, WithApproval};
-use acdm_core::business::wire::{BusinessOp, MeetingFileWritten, MeetingWritten, ReportStatusData};
 use acdm_core::nc::{MoveData, NcOp, WriteData};
 use acdm_core::project::{AdvanceData, AdvanceMilestoneRequest, ProjectOp};
-use serde::de::DeserializeOwned;
 use acdm_core::{ErrorCode, Identity, IdentityError, ToolResponse};
 use acdm_harness_client::{ClientConfig, HarnessClient};
 use base64::Engine as _;
@@ -36,6 +35,7 @@ use clap::CommandFactory;
 use clap::error::ErrorKind;
 use secrecy::SecretString;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::cli::{
     BusinessCommand, Cli, Command, ContentArgs, NcCommand, ProjectCommand, TOKEN_ENV, WriteArgs,
@@ -108,7 +108,9 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
         None => None,
         Some(Ok(id)) => Some(id),
         Some(Err(_)) => {
-            return usage_error("--approval-id must be the approval_id an approval_required answer gave (a UUID)");
+            return usage_error(
+                "--approval-id must be the approval_id an approval_required answer gave (a UUID)",
+            );
         }
     };
     let w = Writes {
@@ -188,7 +190,13 @@ impl Writes<'_> {
         let answer: ToolResponse<serde_json::Value> = match self.approval {
             Some(approval_id) => {
                 self.client
-                    .call(path, &WithApproval { approval_id, request })
+                    .call(
+                        path,
+                        &WithApproval {
+                            approval_id,
+                            request,
+                        },
+                    )
                     .await
             }
             None => self.client.call(path, request).await,

@@ -10,13 +10,13 @@
 
 use std::sync::Arc;
 
+use acdm_core::approval::{ApprovalId, ApprovalPolicy, ApprovalStatus, WriteOp};
 use acdm_core::domain::MemberRole;
 use acdm_core::events::{Actor, EventId, EventRef, EventStatus, StorageEvent};
 use acdm_core::{
     AbsPath, AgentName, ErrorCode, MountName, ProjectName, ProjectSlug, ScopeResolver, SharedToken,
     ToolResponse, UserId,
 };
-use acdm_core::approval::{ApprovalId, ApprovalPolicy, ApprovalStatus, WriteOp};
 use acdm_journal::Journal;
 use acdm_store::{ApprovalFilter, EventFilter, NC_WRITES_SWITCH, Store};
 
@@ -533,7 +533,10 @@ async fn list_approvals(
         op: query
             .op
             .as_deref()
-            .map(|o| o.parse::<WriteOp>().map_err(|e| invalid_field("op", e.to_string())))
+            .map(|o| {
+                o.parse::<WriteOp>()
+                    .map_err(|e| invalid_field("op", e.to_string()))
+            })
             .transpose()?,
         before: query
             .before
@@ -619,7 +622,10 @@ async fn approve_approval(
         .decide(id, true, &body.user_id, body.note.as_deref())
         .await?;
     let view = state.approvals.view(decided).await?;
-    ok(view, format!("approval {id} approved by `{}`", body.user_id))
+    ok(
+        view,
+        format!("approval {id} approved by `{}`", body.user_id),
+    )
 }
 
 async fn reject_approval(
@@ -634,7 +640,10 @@ async fn reject_approval(
         .decide(id, false, &body.user_id, Some(&body.reason))
         .await?;
     let view = state.approvals.view(decided).await?;
-    ok(view, format!("approval {id} rejected by `{}`", body.user_id))
+    ok(
+        view,
+        format!("approval {id} rejected by `{}`", body.user_id),
+    )
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -645,13 +654,14 @@ struct SetPolicy {
     ops: Vec<WriteOp>,
 }
 
-async fn show_approval_policy(
-    State(state): State<AdminState>,
-    Path(slug): Path<String>,
-) -> Reply {
+async fn show_approval_policy(State(state): State<AdminState>, Path(slug): Path<String>) -> Reply {
     let slug = slug_param(&slug)?;
     let view = state.approvals.policy(&slug).await?;
-    let message = format!("project `{slug}`: approval needed for [{}] ({:?})", view.ops.to_list(), view.source);
+    let message = format!(
+        "project `{slug}`: approval needed for [{}] ({:?})",
+        view.ops.to_list(),
+        view.source
+    );
     ok(view, message)
 }
 
@@ -666,19 +676,22 @@ async fn set_approval_policy(
         .approvals
         .set_policy(&slug, Some(&policy), Some("operator API"))
         .await?;
-    ok(view, format!("project `{slug}` has its own approval policy"))
+    ok(
+        view,
+        format!("project `{slug}` has its own approval policy"),
+    )
 }
 
-async fn clear_approval_policy(
-    State(state): State<AdminState>,
-    Path(slug): Path<String>,
-) -> Reply {
+async fn clear_approval_policy(State(state): State<AdminState>, Path(slug): Path<String>) -> Reply {
     let slug = slug_param(&slug)?;
     let view = state
         .approvals
         .set_policy(&slug, None, Some("operator API"))
         .await?;
-    ok(view, format!("project `{slug}` follows the deployment's approval policy"))
+    ok(
+        view,
+        format!("project `{slug}` follows the deployment's approval policy"),
+    )
 }
 
 async fn show_kill_switch(State(state): State<AdminState>) -> Reply {

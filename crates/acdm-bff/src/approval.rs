@@ -14,12 +14,12 @@
 
 use std::sync::Arc;
 
+use acdm_core::ErrorCode;
 use acdm_core::approval::{
     Approval, ApprovalId, ApprovalPolicy, ApprovalRequest, ApprovalRequired, ApprovalStatus,
     ApprovalTtl, PolicySource, UseRefusal, WriteOp,
 };
 use acdm_core::domain::ProjectId;
-use acdm_core::ErrorCode;
 use acdm_journal::Approved;
 use acdm_store::{Store, StoreError};
 use serde::Serialize;
@@ -264,7 +264,12 @@ impl Approvals {
     }
 
     /// The `approval_required` answer of `approval`.
-    fn required(&self, op: WriteOp, project: &acdm_core::ProjectSlug, approval: Approval) -> Failure {
+    fn required(
+        &self,
+        op: WriteOp,
+        project: &acdm_core::ProjectSlug,
+        approval: Approval,
+    ) -> Failure {
         let summary = approval
             .request
             .preview

@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use acdm_core::approval::{ApprovalId, WriteOp};
 use acdm_core::business::wire::{
     AttachMeetingFileRequest, BusinessOp, CalendarEntry, CalendarKind, CreateMeetingRequest,
     DeleteMeetingData, DeleteMeetingFileRequest, DeleteMeetingRequest, EmptyRequest,
@@ -25,7 +26,6 @@ use acdm_core::domain::{DEFAULT_MOUNT, Mount};
 use acdm_core::events::{Actor, EventOp};
 use acdm_core::nc::Encoding;
 use acdm_core::{AbsPath, ErrorCode, RelPath, ToolResponse, UserId};
-use acdm_core::approval::{ApprovalId, WriteOp};
 use acdm_journal::{Approved, Change, Journal, JournalError, Record};
 use acdm_sources::{FileReader, SourceError};
 use acdm_store::{CalendarItem, Page, Store};
@@ -40,8 +40,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::envelope::{Envelope, Failure};
 use crate::approval::{Approvals, target};
+use crate::envelope::{Envelope, Failure};
 use crate::extract::{StrictJson, invalid_field, route_op, write_body};
 use crate::pipeline::{Behind, Caller, PipelineState};
 use crate::switch::KillSwitch;
@@ -160,7 +160,9 @@ impl Ctx {
             BusinessOp::CreateMeeting => {
                 Box::pin(async move {
                     let (body, approval) = write_body::<CreateMeetingRequest>(req).await?;
-                    let ctx = ctx.approved(op, &body, approval, ctx.preview_create_meeting(&body)).await?;
+                    let ctx = ctx
+                        .approved(op, &body, approval, ctx.preview_create_meeting(&body))
+                        .await?;
                     ctx.create_meeting(body).await
                 })
                 .await
@@ -168,7 +170,9 @@ impl Ctx {
             BusinessOp::UpdateMeeting => {
                 Box::pin(async move {
                     let (body, approval) = write_body::<UpdateMeetingRequest>(req).await?;
-                    let ctx = ctx.approved(op, &body, approval, ctx.preview_update_meeting(&body)).await?;
+                    let ctx = ctx
+                        .approved(op, &body, approval, ctx.preview_update_meeting(&body))
+                        .await?;
                     ctx.update_meeting(body).await
                 })
                 .await
@@ -180,7 +184,9 @@ impl Ctx {
                         return ctx.delete_meeting(body).await;
                     }
                     ctx.files_writable()?;
-                    let ctx = ctx.approved(op, &body, approval, ctx.preview_delete_meeting(&body)).await?;
+                    let ctx = ctx
+                        .approved(op, &body, approval, ctx.preview_delete_meeting(&body))
+                        .await?;
                     ctx.delete_meeting(body).await
                 })
                 .await
@@ -192,7 +198,9 @@ impl Ctx {
                 Box::pin(async move {
                     let (body, approval) = write_body::<AttachMeetingFileRequest>(req).await?;
                     ctx.files_writable()?;
-                    let ctx = ctx.approved(op, &body, approval, ctx.preview_attach(&body)).await?;
+                    let ctx = ctx
+                        .approved(op, &body, approval, ctx.preview_attach(&body))
+                        .await?;
                     ctx.attach_meeting_file(body).await
                 })
                 .await
@@ -201,7 +209,9 @@ impl Ctx {
                 Box::pin(async move {
                     let (body, approval) = write_body::<DeleteMeetingFileRequest>(req).await?;
                     ctx.files_writable()?;
-                    let ctx = ctx.approved(op, &body, approval, ctx.preview_delete_file(&body)).await?;
+                    let ctx = ctx
+                        .approved(op, &body, approval, ctx.preview_delete_file(&body))
+                        .await?;
                     ctx.delete_meeting_file(body).await
                 })
                 .await
@@ -218,7 +228,9 @@ impl Ctx {
             BusinessOp::UpdateReportStatus => {
                 Box::pin(async move {
                     let (body, approval) = write_body::<UpdateReportStatusRequest>(req).await?;
-                    let ctx = ctx.approved(op, &body, approval, ctx.preview_report_status(&body)).await?;
+                    let ctx = ctx
+                        .approved(op, &body, approval, ctx.preview_report_status(&body))
+                        .await?;
                     ctx.update_report_status(body).await
                 })
                 .await
@@ -1279,7 +1291,9 @@ impl Ctx {
         let approval = self
             .state
             .approvals
-            .check(&self.caller, WriteOp::Business(op), body, approval, || preview)
+            .check(&self.caller, WriteOp::Business(op), body, approval, || {
+                preview
+            })
             .await?;
         Ok(Ctx {
             approval,
@@ -1319,7 +1333,10 @@ impl Ctx {
     ) -> Result<serde_json::Value, Failure> {
         let meeting = self.meeting(body.meeting_id).await?;
         let files = self.checked_files(meeting.meeting_id).await?;
-        let mut targets = vec![target(meeting_target(meeting.meeting_id), Some(meeting.version))];
+        let mut targets = vec![target(
+            meeting_target(meeting.meeting_id),
+            Some(meeting.version),
+        )];
         targets.extend(files.iter().map(|f| {
             target(
                 format!("{}/file:{}", meeting_target(meeting.meeting_id), f.file_id),
@@ -1361,7 +1378,10 @@ impl Ctx {
             .ok_or_else(|| {
                 Failure::new(
                     ErrorCode::NotFound,
-                    format!("file {} not found in meeting \"{}\"", body.file_id, meeting.title),
+                    format!(
+                        "file {} not found in meeting \"{}\"",
+                        body.file_id, meeting.title
+                    ),
                 )
             })?;
         Ok(json!({
@@ -1390,7 +1410,12 @@ impl Ctx {
             .ok_or_else(|| report_not_found(body.report_id))?;
         let report = details.report;
         if !report.status.may_move_to(body.to) {
-            let allowed: Vec<&str> = report.status.allowed_moves().iter().map(|s| s.as_str()).collect();
+            let allowed: Vec<&str> = report
+                .status
+                .allowed_moves()
+                .iter()
+                .map(|s| s.as_str())
+                .collect();
             return Err(Failure::new(
                 ErrorCode::Conflict,
                 format!(

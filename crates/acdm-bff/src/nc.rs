@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use acdm_core::approval::WriteOp;
 use acdm_core::domain::{DEFAULT_MOUNT, Mount};
 use acdm_core::events::{Actor, TRASH_FOLDER, trash_root};
 use acdm_core::nc::{
@@ -17,7 +18,6 @@ use acdm_core::nc::{
     ReadData, ReadRequest, SearchData, SearchRequest, WriteData, WriteRequest,
 };
 use acdm_core::{AbsPath, ErrorCode, MountName, RelPath, ToolResponse};
-use acdm_core::approval::WriteOp;
 use acdm_journal::{Approved, Journal, JournalError, Record};
 use acdm_knowledge::{DocumentText, Knowledge, KnowledgeError, search_suggestions};
 use acdm_sources::render::{past_the_end, render};
@@ -33,8 +33,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::envelope::{Envelope, Failure};
 use crate::approval::{Approvals, target};
+use crate::envelope::{Envelope, Failure};
 use crate::extract::{StrictJson, invalid_field, route_op, write_body};
 use crate::pipeline::{Behind, Caller, PipelineState};
 use crate::switch::KillSwitch;
@@ -969,8 +969,15 @@ impl Ctx {
                 .map(Bytes::from)
                 .map_err(|e| invalid_field("content", format!("is not valid base64 ({e})")))?,
         };
-        let etag = current.as_ref().and_then(|e| e.etag.as_ref()).map(|e| e.value().to_owned());
-        let verb = if current.is_some() { "overwrite" } else { "create" };
+        let etag = current
+            .as_ref()
+            .and_then(|e| e.etag.as_ref())
+            .map(|e| e.value().to_owned());
+        let verb = if current.is_some() {
+            "overwrite"
+        } else {
+            "create"
+        };
         Ok(json!({
             "summary": format!("{verb} {shown} with {} bytes", content.len()),
             "mount": mount.name,
@@ -994,11 +1001,17 @@ impl Ctx {
         self.writable(Some(&mount))?;
         let (rel, abs) = self.path(&mount, &body.rel_path, "rel_path", false)?;
         let (found, truncated) = self.delete_listing(&mount, &rel, &abs).await?;
-        self.no_attachment_at(&abs, &format!("/{rel}"), "delete").await?;
+        self.no_attachment_at(&abs, &format!("/{rel}"), "delete")
+            .await?;
         let items = preview_entries(&mount, &found);
         let targets: Vec<serde_json::Value> = found
             .iter()
-            .map(|e| target(format!("{}:/{}", mount.name, relative(&mount.root, &e.path)), Some(version_of(e))))
+            .map(|e| {
+                target(
+                    format!("{}:/{}", mount.name, relative(&mount.root, &e.path)),
+                    Some(version_of(e)),
+                )
+            })
             .collect();
         Ok(json!({
             "summary": format!("delete {}:/{rel} ({} item(s){})", mount.name, items.len(), if truncated { "+" } else { "" }),
@@ -1025,7 +1038,9 @@ impl Ctx {
         let item = self
             .probe(&mount, &from, &from_shown)
             .await?
-            .ok_or_else(|| Failure::new(ErrorCode::NotFound, format!("{from_shown} does not exist")))?;
+            .ok_or_else(|| {
+                Failure::new(ErrorCode::NotFound, format!("{from_shown} does not exist"))
+            })?;
         let there = self.probe(&mount, &to, &to_shown).await?;
         Ok(json!({
             "summary": format!(

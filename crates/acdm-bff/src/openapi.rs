@@ -179,8 +179,7 @@ fn bff_operation(
     (method, path): (&'static str, &'static str),
     (request, data): (Schema, Schema),
     access: Access,
-    failures: Vec<ErrorCode>,
-    approvable: bool,
+    (failures, approvable): (Vec<ErrorCode>, bool),
 ) -> Operation {
     let writes = if method == "GET" {
         "a read"
@@ -230,8 +229,7 @@ fn operations(generator: &mut SchemaGenerator) -> Vec<Operation> {
             (op.method(), op.path()),
             (request, data),
             op.access(),
-            nc_failures(*op),
-            op.writes(),
+            (nc_failures(*op), op.writes()),
         ));
     }
     for op in BusinessOp::ALL {
@@ -246,8 +244,7 @@ fn operations(generator: &mut SchemaGenerator) -> Vec<Operation> {
             (op.method(), op.path()),
             (request, data),
             op.access(),
-            business_failures(*op),
-            op.writes(),
+            (business_failures(*op), op.writes()),
         ));
     }
     for op in ProjectOp::ALL {
@@ -262,8 +259,7 @@ fn operations(generator: &mut SchemaGenerator) -> Vec<Operation> {
             (op.method(), op.path()),
             (request, data),
             op.access(),
-            project_failures(*op),
-            op.writes(),
+            (project_failures(*op), op.writes()),
         ));
     }
     for op in AdminOp::ALL {

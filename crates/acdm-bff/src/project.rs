@@ -19,12 +19,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use acdm_core::approval::WriteOp;
 use acdm_core::business::wire::EmptyRequest;
 use acdm_core::business::{
     Milestone, MilestoneStatus, ProjectMeta, ProjectStatus, RowImage, limits,
 };
 use acdm_core::domain::ProjectId;
-use acdm_core::approval::WriteOp;
 use acdm_core::events::{Actor, EventOp};
 use acdm_core::project::{
     AdvanceData, AdvanceMilestoneRequest, MembersByRole, MilestoneCriteria, OverviewData,
@@ -42,8 +42,8 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::envelope::{Envelope, Failure};
 use crate::approval::{Approvals, target};
+use crate::envelope::{Envelope, Failure};
 use crate::extract::{StrictJson, invalid_field, write_body};
 use crate::pipeline::{Behind, Caller, PipelineState};
 use crate::switch::KillSwitch;
@@ -207,7 +207,9 @@ async fn dispatch(state: ProjectState, op: ProjectOp, caller: Caller, req: Reque
             let approved = ctx
                 .state
                 .approvals
-                .check(&ctx.caller, WriteOp::Project(op), &body, approval, || preview)
+                .check(&ctx.caller, WriteOp::Project(op), &body, approval, || {
+                    preview
+                })
                 .await?;
             ctx.approval = approved;
             ctx.advance(body).await

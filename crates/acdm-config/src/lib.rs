@@ -40,8 +40,7 @@ pub use kinds::CaCertificates;
 use kinds::{
     Address, Bool, CaFile, Checked, Count, DatabaseUrl, Folder, Hosts, InstanceUrl, LogFilter,
     LogFormats, Millis, Optional, Policy, Seconds, Secret, StorePath, Token, WebhookSecret,
-    WebhookUrl, check_nextcloud_user,
-    check_project_id, number,
+    WebhookUrl, check_nextcloud_user, check_project_id, number,
 };
 pub use reader::Setting;
 use reader::{EnvironmentStrings, Reader};

@@ -302,8 +302,14 @@ fn every_secret_set() -> Config {
         ("NEXTCLOUD_APP_PASSWORD", "nc-app-password"),
         ("HTTPS_PROXY", "http://u:proxy-pass@proxy.example:3128"),
         ("HTTP_PROXY", "http://u:proxy-pass@proxy.example:3128"),
-        ("ACDM_APPROVAL_WEBHOOK_URL", "https://hooks.example.com/acdm"),
-        ("ACDM_APPROVAL_WEBHOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+        (
+            "ACDM_APPROVAL_WEBHOOK_URL",
+            "https://hooks.example.com/acdm",
+        ),
+        (
+            "ACDM_APPROVAL_WEBHOOK_SECRET",
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        ),
     ])
     .unwrap()
 }
@@ -601,36 +607,71 @@ fn approval_settings_are_checked_at_start_naming_them() {
     };
     let found = problems(&[("ACDM_APPROVAL_REQUIRED_OPS", "nc.delete, nc.read")]);
     assert!(
-        found.iter().any(|p| p.starts_with("ACDM_APPROVAL_REQUIRED_OPS") && p.contains("nc.read")),
+        found
+            .iter()
+            .any(|p| p.starts_with("ACDM_APPROVAL_REQUIRED_OPS") && p.contains("nc.read")),
         "{found:?}"
     );
     for ttl in ["0", "2592001"] {
         let found = problems(&[("ACDM_APPROVAL_TTL_SECONDS", ttl)]);
-        assert!(found.iter().any(|p| p.starts_with("ACDM_APPROVAL_TTL_SECONDS")), "{ttl}: {found:?}");
+        assert!(
+            found
+                .iter()
+                .any(|p| p.starts_with("ACDM_APPROVAL_TTL_SECONDS")),
+            "{ttl}: {found:?}"
+        );
     }
-    let found = problems(&[("ACDM_APPROVAL_WEBHOOK_URL", "https://hooks.example.com/acdm")]);
+    let found = problems(&[(
+        "ACDM_APPROVAL_WEBHOOK_URL",
+        "https://hooks.example.com/acdm",
+    )]);
     assert!(
-        found.iter().any(|p| p.starts_with("ACDM_APPROVAL_WEBHOOK_SECRET")),
+        found
+            .iter()
+            .any(|p| p.starts_with("ACDM_APPROVAL_WEBHOOK_SECRET")),
         "a URL without its secret: {found:?}"
     );
     let found = problems(&[
-        ("ACDM_APPROVAL_WEBHOOK_URL", "https://hooks.example.com/acdm"),
+        (
+            "ACDM_APPROVAL_WEBHOOK_URL",
+            "https://hooks.example.com/acdm",
+        ),
         ("ACDM_APPROVAL_WEBHOOK_SECRET", "not-whsec"),
     ]);
     assert!(
-        found.iter().any(|p| p.starts_with("ACDM_APPROVAL_WEBHOOK_SECRET") && p.contains("whsec_")),
+        found
+            .iter()
+            .any(|p| p.starts_with("ACDM_APPROVAL_WEBHOOK_SECRET") && p.contains("whsec_")),
         "{found:?}"
     );
     let config = load(&[
-        ("ACDM_APPROVAL_REQUIRED_OPS", "nc.delete,project.milestone/advance"),
+        (
+            "ACDM_APPROVAL_REQUIRED_OPS",
+            "nc.delete,project.milestone/advance",
+        ),
         ("ACDM_APPROVAL_TTL_SECONDS", "1"),
-        ("ACDM_APPROVAL_WEBHOOK_URL", "https://hooks.example.com/acdm?key=k"),
-        ("ACDM_APPROVAL_WEBHOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+        (
+            "ACDM_APPROVAL_WEBHOOK_URL",
+            "https://hooks.example.com/acdm?key=k",
+        ),
+        (
+            "ACDM_APPROVAL_WEBHOOK_SECRET",
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        ),
     ])
     .unwrap();
-    assert_eq!(config.approval_required_ops.to_list(), "nc.delete,project.milestone/advance");
+    assert_eq!(
+        config.approval_required_ops.to_list(),
+        "nc.delete,project.milestone/advance"
+    );
     assert_eq!(config.approval_ttl, std::time::Duration::from_secs(1));
     let shown = config.shown();
-    let url = shown.iter().find(|(name, _)| *name == "ACDM_APPROVAL_WEBHOOK_URL").unwrap();
-    assert!(!url.1.to_string().contains("key=k"), "the receiver's key is not shown: {url:?}");
+    let url = shown
+        .iter()
+        .find(|(name, _)| *name == "ACDM_APPROVAL_WEBHOOK_URL")
+        .unwrap();
+    assert!(
+        !url.1.to_string().contains("key=k"),
+        "the receiver's key is not shown: {url:?}"
+    );
 }

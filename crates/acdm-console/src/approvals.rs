@@ -18,7 +18,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::html::{esc, page, query_value, table};
-use crate::{ConsoleState, Operator, confirmation, failed, html, not_found, read_form, signed_in, unreadable_form};
+use crate::{
+    ConsoleState, Operator, confirmation, failed, html, not_found, read_form, signed_in,
+    unreadable_form,
+};
 
 /// The list's filter.
 #[derive(Deserialize)]
@@ -89,7 +92,16 @@ pub(crate) async fn list(
     let body = format!(
         "{filters}{}",
         table(
-            &["asked", "project", "operation", "what", "user", "agent", "status", "expires"],
+            &[
+                "asked",
+                "project",
+                "operation",
+                "what",
+                "user",
+                "agent",
+                "status",
+                "expires"
+            ],
             &rows
         )
     );
@@ -127,7 +139,11 @@ pub(crate) async fn show(
          <dt>Asked by</dt><dd>{} through {} (thread {})</dd>\
          <dt>Asked at</dt><dd>{}</dd><dt>Expires</dt><dd>{}</dd>\
          <dt>Status</dt><dd>{}</dd>",
-        if view.current_status == ApprovalStatus::Pending { "warn" } else { "ok" },
+        if view.current_status == ApprovalStatus::Pending {
+            "warn"
+        } else {
+            "ok"
+        },
         esc(summary(&r.preview)),
         query_value(r.project.as_str()),
         esc(r.project.as_str()),
@@ -213,13 +229,22 @@ fn preview_html(preview: &Value) -> String {
                 ]
             })
             .collect();
-        let _ = write!(out, "<h3>Would be deleted</h3>{}", table(&["path", "bytes"], &rows));
+        let _ = write!(
+            out,
+            "<h3>Would be deleted</h3>{}",
+            table(&["path", "bytes"], &rows)
+        );
     }
     let details: serde_json::Map<String, Value> = preview
         .as_object()
         .map(|o| {
             o.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "summary" | "targets" | "new_text" | "would_delete"))
+                .filter(|(k, _)| {
+                    !matches!(
+                        k.as_str(),
+                        "summary" | "targets" | "new_text" | "would_delete"
+                    )
+                })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })
@@ -281,9 +306,16 @@ async fn decide(
     let Ok(approval) = approvals.store().approval(id).await else {
         return not_found(&operator, "No such approval request.");
     };
-    let text = if approve { form.note.trim() } else { form.reason.trim() };
+    let text = if approve {
+        form.note.trim()
+    } else {
+        form.reason.trim()
+    };
     if !approve && text.is_empty() {
-        return failed(&operator, "A rejection needs its reason: the agent tells the user why.");
+        return failed(
+            &operator,
+            "A rejection needs its reason: the agent tells the user why.",
+        );
     }
     if text.chars().count() > 2000 {
         return failed(&operator, "Keep the text under 2000 characters.");
@@ -301,14 +333,21 @@ async fn decide(
         let field = if approve { "note" } else { "reason" };
         return confirmation(
             &operator,
-            if approve { "Approve a request" } else { "Reject a request" },
+            if approve {
+                "Approve a request"
+            } else {
+                "Reject a request"
+            },
             &what,
             &format!("/console/approvals/{id}/{verb}"),
             &[(field, text)],
         );
     }
     let Ok(user) = UserId::parse(&operator.session.user) else {
-        return failed(&operator, "Your session's user id is not valid; sign in again.");
+        return failed(
+            &operator,
+            "Your session's user id is not valid; sign in again.",
+        );
     };
     let note = (!text.is_empty()).then_some(text);
     match approvals.decide(id, approve, &user, note).await {
@@ -321,6 +360,9 @@ async fn decide(
             );
             html(page("Decided", signed_in(&operator), &body))
         }
-        Err(failure) => failed(&operator, &format!("Not decided: {}", failure.envelope().message())),
+        Err(failure) => failed(
+            &operator,
+            &format!("Not decided: {}", failure.envelope().message()),
+        ),
     }
 }

@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use crate::business::wire::BusinessOp;
+pub use crate::domain::ApprovalId;
 use crate::domain::{EventId, MemberRole};
 use crate::names::{AgentName, ProjectSlug, ThreadId, UserId};
 use crate::nc::NcOp;
@@ -82,7 +82,10 @@ impl fmt::Display for WriteOp {
 
 /// A label that names no write operation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{label}` is not a write operation; the write operations are: {}", WriteOp::known_labels())]
+#[error(
+    "`{label}` is not a write operation; the write operations are: {}",
+    WriteOp::known_labels()
+)]
 pub struct UnknownWriteOp {
     /// What was given.
     pub label: String,
@@ -230,39 +233,6 @@ impl Default for ApprovalTtl {
     }
 }
 
-/// An approval's id: a random UUID (never guessable, never sequential).
-#[derive(
-    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(transparent)]
-pub struct ApprovalId(Uuid);
-
-impl ApprovalId {
-    /// A fresh random id.
-    pub fn new_random() -> Self {
-        Self(Uuid::new_v4())
-    }
-}
-
-impl FromStr for ApprovalId {
-    type Err = uuid::Error;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Uuid::parse_str(s).map(Self)
-    }
-}
-
-impl fmt::Display for ApprovalId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.hyphenated().fmt(f)
-    }
-}
-
-impl fmt::Debug for ApprovalId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ApprovalId({})", self.0.hyphenated())
-    }
-}
-
 crate::domain::name_enum!(
     /// Where an approval stands. `expired` is never stored: a `pending` or
     /// `approved` request past its expiry reads as expired
@@ -372,7 +342,9 @@ pub enum UseRefusal {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecisionRefusal {
     /// Four eyes: the user who asked cannot decide their own request.
-    #[error("user `{0}` asked for this approval and cannot decide it: another owner or admin of the project must (four-eyes rule)")]
+    #[error(
+        "user `{0}` asked for this approval and cannot decide it: another owner or admin of the project must (four-eyes rule)"
+    )]
     OwnRequest(UserId),
     /// Only a project's owners and admins decide.
     #[error("user `{user}` is {} of project `{project}`; only its owners and admins decide approvals", role.map_or_else(|| "not a member".to_owned(), |r| format!("a {r}")))]
@@ -590,7 +562,13 @@ mod tests {
         for label in &labels {
             assert_eq!(label.parse::<WriteOp>().unwrap().label(), *label);
         }
-        for read in ["nc.read", "business.list_meetings", "project.overview", "nc", ""] {
+        for read in [
+            "nc.read",
+            "business.list_meetings",
+            "project.overview",
+            "nc",
+            "",
+        ] {
             let error = read.parse::<WriteOp>().unwrap_err();
             assert!(error.to_string().contains("nc.delete"), "{error}");
         }
@@ -602,8 +580,15 @@ mod tests {
         let policy = ApprovalPolicy::parse_list(" nc.delete , business.delete_meeting,,").unwrap();
         assert!(policy.requires("nc.delete".parse().unwrap()));
         assert!(!policy.requires("nc.write".parse().unwrap()));
-        assert_eq!(policy.to_list(), "nc.delete,business.delete_meeting", "documentation order");
-        assert_eq!(ApprovalPolicy::parse_list("").unwrap(), ApprovalPolicy::none());
+        assert_eq!(
+            policy.to_list(),
+            "nc.delete,business.delete_meeting",
+            "documentation order"
+        );
+        assert_eq!(
+            ApprovalPolicy::parse_list("").unwrap(),
+            ApprovalPolicy::none()
+        );
         let error = ApprovalPolicy::parse_list("nc.delete,nc.deleet").unwrap_err();
         assert_eq!(error.label, "nc.deleet");
     }
@@ -645,10 +630,19 @@ mod tests {
             ),
             (
                 "agent",
-                approved.check_use(op, &user, &AgentName::parse("project-b").unwrap(), &args, at(5)),
+                approved.check_use(
+                    op,
+                    &user,
+                    &AgentName::parse("project-b").unwrap(),
+                    &args,
+                    at(5),
+                ),
             ),
         ] {
-            assert!(matches!(refusal, Err(UseRefusal::Mismatch { .. })), "{what}");
+            assert!(
+                matches!(refusal, Err(UseRefusal::Mismatch { .. })),
+                "{what}"
+            );
         }
         // A caller it was not given to learns nothing of its decision.
         let rejected = approval(ApprovalStatus::Rejected);
@@ -656,7 +650,9 @@ mod tests {
             rejected.check_use(op, &UserId::parse("u-2").unwrap(), &agent, &args, at(5)),
             Err(UseRefusal::Mismatch { .. })
         ));
-        let refusal = rejected.check_use(op, &user, &agent, &args, at(5)).unwrap_err();
+        let refusal = rejected
+            .check_use(op, &user, &agent, &args, at(5))
+            .unwrap_err();
         assert!(refusal.to_string().contains("not this one"), "{refusal}");
         for (status, expected) in [
             (ApprovalStatus::Pending, "pending"),
@@ -684,7 +680,11 @@ mod tests {
             ));
         }
         assert!(matches!(
-            pending.check_decision(&UserId::parse("u-1").unwrap(), Some(MemberRole::Owner), at(1)),
+            pending.check_decision(
+                &UserId::parse("u-1").unwrap(),
+                Some(MemberRole::Owner),
+                at(1)
+            ),
             Err(DecisionRefusal::OwnRequest(_))
         ));
         assert!(matches!(
@@ -695,7 +695,11 @@ mod tests {
             })
         ));
         assert!(matches!(
-            approval(ApprovalStatus::Approved).check_decision(&boss, Some(MemberRole::Owner), at(1)),
+            approval(ApprovalStatus::Approved).check_decision(
+                &boss,
+                Some(MemberRole::Owner),
+                at(1)
+            ),
             Err(DecisionRefusal::NotPending {
                 status: ApprovalStatus::Approved,
                 ..

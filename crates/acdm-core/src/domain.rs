@@ -1,6 +1,7 @@
 //! Provisioning records: projects, their members, mounts and manager
 //! agents; and what the other modules share without depending on each
-//! other: an event's id ([`EventId`], re-exported by `events`) and what an
+//! other: an event's id ([`EventId`], re-exported by `events`), an
+//! approval's ([`ApprovalId`], re-exported by `approval`) and what an
 //! operation needs from a member's role ([`Access`], re-exported by
 //! `business`).
 //!
@@ -47,6 +48,39 @@ impl fmt::Display for EventId {
 impl fmt::Debug for EventId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "EventId({})", self.0.hyphenated())
+    }
+}
+
+/// An approval's id: a random UUID (never guessable, never sequential).
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(transparent)]
+pub struct ApprovalId(Uuid);
+
+impl ApprovalId {
+    /// A fresh random id.
+    pub fn new_random() -> Self {
+        Self(Uuid::new_v4())
+    }
+}
+
+impl FromStr for ApprovalId {
+    type Err = uuid::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Uuid::parse_str(s).map(Self)
+    }
+}
+
+impl fmt::Display for ApprovalId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.hyphenated().fmt(f)
+    }
+}
+
+impl fmt::Debug for ApprovalId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ApprovalId({})", self.0.hyphenated())
     }
 }
 

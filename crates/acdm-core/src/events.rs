@@ -413,7 +413,7 @@ pub struct NewEvent {
     pub reverts: Option<EventId>,
     /// The approval this write uses: it becomes `used` in the intent's
     /// transaction, or the intent is not recorded.
-    pub approval: Option<crate::approval::ApprovalId>,
+    pub approval: Option<crate::domain::ApprovalId>,
 }
 
 /// A stored event.

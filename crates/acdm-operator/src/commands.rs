@@ -29,6 +29,8 @@ use chrono::{DateTime, FixedOffset, NaiveDate};
 
 use crate::OperatorError;
 
+pub mod approvals;
+
 /// What the commands work on: the database, and the settings they need
 /// (typed values the binary read).
 pub struct Target<'a> {
@@ -72,10 +74,10 @@ pub enum Command {
     KillSwitch(KillSwitchCommand),
     /// List, show, approve and reject approval requests of agents' writes.
     #[command(subcommand)]
-    Approvals(crate::approvals::ApprovalsCommand),
+    Approvals(approvals::ApprovalsCommand),
     /// Show, set or clear a project's own list of writes that need approval.
     #[command(subcommand)]
-    ApprovalPolicy(crate::approvals::PolicyCommand),
+    ApprovalPolicy(approvals::PolicyCommand),
     /// Set a project's meta (status, description, dates, time zone).
     #[command(subcommand)]
     Meta(MetaCommand),
@@ -539,8 +541,8 @@ pub async fn run(command: Command, target: &Target<'_>) -> Result<String, Operat
         Command::Agent(AgentCommand::List) => print(&store.list_agents().await?),
         Command::Events(command) => events(command, target).await,
         Command::KillSwitch(command) => kill_switch(command, target).await,
-        Command::Approvals(command) => crate::approvals::run(command, target).await,
-        Command::ApprovalPolicy(command) => crate::approvals::policy(command, target).await,
+        Command::Approvals(command) => approvals::run(command, target).await,
+        Command::ApprovalPolicy(command) => approvals::policy(command, target).await,
         Command::Member(MemberCommand::Name { acting, user, name }) => {
             let member = parse("user id", &user, UserId::parse)?;
             let journal = journal(target)?;

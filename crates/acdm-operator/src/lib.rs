@@ -9,7 +9,6 @@
 //! prints what a command returns; this crate reads no environment and
 //! prints nothing.
 
-pub mod approvals;
 pub mod commands;
 pub mod import;
 

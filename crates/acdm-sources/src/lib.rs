@@ -34,8 +34,8 @@ pub mod local;
 pub mod model;
 pub mod nextcloud;
 pub mod render;
-pub mod webhook;
 mod unconfigured;
+pub mod webhook;
 
 use acdm_core::{AbsPath, RelPath};
 use async_trait::async_trait;

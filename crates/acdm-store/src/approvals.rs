@@ -65,10 +65,7 @@ impl ApprovalRow {
             approval_id: self.id.parse().map_err(|e| parsed("id", &e))?,
             request: ApprovalRequest {
                 project: ProjectSlug::parse(&self.slug).map_err(|e| parsed("slug", &e))?,
-                op: self
-                    .op
-                    .parse::<WriteOp>()
-                    .map_err(|e| parsed("op", &e))?,
+                op: self.op.parse::<WriteOp>().map_err(|e| parsed("op", &e))?,
                 arguments: serde_json::from_str(&self.arguments)
                     .map_err(|e| parsed("arguments", &e))?,
                 requested_by: UserId::parse(&self.requested_by)
@@ -293,7 +290,10 @@ impl Store {
     }
 
     /// Approvals matching `filter`, newest first by (created_at, id).
-    pub async fn list_approvals(&self, filter: &ApprovalFilter) -> Result<Vec<Approval>, StoreError> {
+    pub async fn list_approvals(
+        &self,
+        filter: &ApprovalFilter,
+    ) -> Result<Vec<Approval>, StoreError> {
         let now = self.now();
         let mut conditions: Vec<String> = Vec::new();
         let mut binds: Vec<Bind> = Vec::new();
@@ -322,13 +322,20 @@ impl Store {
                 "a.status = $? AND a.expires_at > $?",
                 vec![Bind::Text(status.as_str().to_owned()), Bind::Time(now)],
             ),
-            Some(status) => push("a.status = $?", vec![Bind::Text(status.as_str().to_owned())]),
+            Some(status) => push(
+                "a.status = $?",
+                vec![Bind::Text(status.as_str().to_owned())],
+            ),
         }
         if let Some(before) = filter.before {
             let at = self.approval(before).await?.created_at;
             push(
                 "(a.created_at < $? OR (a.created_at = $? AND a.id < $?))",
-                vec![Bind::Time(at), Bind::Time(at), Bind::Text(before.to_string())],
+                vec![
+                    Bind::Time(at),
+                    Bind::Time(at),
+                    Bind::Text(before.to_string()),
+                ],
             );
         }
         let limit = i64::from(filter.limit.clamp(1, MAX_LIMIT));
@@ -483,7 +490,8 @@ impl Store {
         lease: std::time::Duration,
     ) -> Result<Vec<OutboxMessage>, StoreError> {
         let now = self.now();
-        let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60));
+        let until =
+            now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60));
         let mut leased = Vec::new();
         let candidates: Vec<(String, String, String, i64)> = with_pool!(&self.pool, p => {
             sqlx::query_as(
@@ -513,9 +521,9 @@ impl Store {
             if taken == 1 {
                 leased.push(OutboxMessage {
                     id,
-                    approval_id: approval_id
-                        .parse()
-                        .map_err(|e| StoreError::corrupt("approval_outbox", format!("approval_id: {e}")))?,
+                    approval_id: approval_id.parse().map_err(|e| {
+                        StoreError::corrupt("approval_outbox", format!("approval_id: {e}"))
+                    })?,
                     payload,
                     attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
                 });

@@ -9,8 +9,8 @@ use acdm_core::{ProjectSlug, UserId};
 use acdm_store::ApprovalFilter;
 use clap::Subcommand;
 
+use super::{Target, failed, parse, print};
 use crate::OperatorError;
-use crate::commands::{Target, failed, parse, print};
 
 /// `approvals …`
 #[derive(Debug, Subcommand)]
@@ -164,7 +164,9 @@ pub async fn run(command: ApprovalsCommand, target: &Target<'_>) -> Result<Strin
             let id = parse("approval id", &id, str::parse)?;
             let user = parse("user id", &user, UserId::parse)?;
             if reason.trim().is_empty() {
-                return Err(OperatorError::Usage("--reason must not be blank".to_owned()));
+                return Err(OperatorError::Usage(
+                    "--reason must not be blank".to_owned(),
+                ));
             }
             let decided = approvals
                 .decide(id, false, &user, Some(&reason))
@@ -183,9 +185,10 @@ pub async fn policy(command: PolicyCommand, target: &Target<'_>) -> Result<Strin
             let slug = parse("slug", &project, ProjectSlug::parse)?;
             return print(&approvals.policy(&slug).await.map_err(failed)?);
         }
-        PolicyCommand::Set { project, ops } => {
-            (project, Some(parse("operations", &ops, ApprovalPolicy::parse_list)?))
-        }
+        PolicyCommand::Set { project, ops } => (
+            project,
+            Some(parse("operations", &ops, ApprovalPolicy::parse_list)?),
+        ),
         PolicyCommand::Clear { project } => (project, None),
     };
     let slug = parse("slug", &project, ProjectSlug::parse)?;
