@@ -165,7 +165,7 @@ impl Approvals {
         F: Future<Output = Result<Value, Failure>>,
     {
         let project = caller.project();
-        let arguments = serde_json::to_value(arguments).unwrap_or(Value::Null);
+        let arguments = bound(serde_json::to_value(arguments).unwrap_or(Value::Null));
         let Some(id) = presented else {
             let (policy, _) = self.policy_of(project.id).await?;
             if !policy.requires(op) {
@@ -187,7 +187,7 @@ impl Approvals {
                 &arguments,
                 now,
             )
-            .map_err(refusal)?;
+            .map_err(refusal_of)?;
         let current = preview().await?;
         if targets(&current) != targets(&approval.request.preview) {
             let reason = format!(
@@ -405,15 +405,40 @@ impl Approvals {
     }
 }
 
-/// A preview's targets: what a use compares.
-fn targets(preview: &Value) -> Option<&Value> {
-    preview.get("targets")
+/// The arguments an approval is bound to: the call's, with a file's
+/// `content` replaced by its SHA-256 and length (bound as tightly, but
+/// never stored or listed: the preview shows short texts).
+fn bound(mut arguments: Value) -> Value {
+    if let Some(fields) = arguments.as_object_mut()
+        && let Some(Value::String(content)) = fields.get("content")
+    {
+        use sha2::Digest as _;
+        let digest: String = sha2::Sha256::digest(content.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let replaced = json!({ "sha256": digest, "length": content.len() });
+        fields.insert("content".to_owned(), replaced);
+    }
+    arguments
+}
+
+/// A preview's targets, in a stable order: what a use compares (a store
+/// may list a folder in another order without anything changing).
+fn targets(preview: &Value) -> Vec<String> {
+    let mut targets: Vec<String> = preview
+        .get("targets")
+        .and_then(Value::as_array)
+        .map(|list| list.iter().map(Value::to_string).collect())
+        .unwrap_or_default();
+    targets.sort_unstable();
+    targets
 }
 
 /// The targets that differ, for a message.
 fn changed_targets(approved: &Value, current: &Value) -> String {
     let list = |v: &Value| -> Vec<Value> {
-        targets(v)
+        v.get("targets")
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default()
@@ -440,7 +465,7 @@ fn changed_targets(approved: &Value, current: &Value) -> String {
 }
 
 /// The answer to a call whose approval cannot be used.
-fn refusal(refusal: UseRefusal) -> Failure {
+fn refusal_of(refusal: UseRefusal) -> Failure {
     let code = match &refusal {
         UseRefusal::Pending(_) => ErrorCode::ApprovalPending,
         UseRefusal::Rejected { .. } => ErrorCode::ApprovalRejected,
@@ -566,6 +591,66 @@ pub async fn deliver_notifications(
             () = stop.cancelled() => return,
             () = wake.notified() => {}
             () = tokio::time::sleep(POLL) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_files_content_is_bound_by_its_digest_and_targets_in_any_order() {
+        let bound = bound(json!({ "rel_path": "a.md", "content": "hello" }));
+        assert_eq!(
+            bound,
+            json!({ "rel_path": "a.md", "content": {
+                "sha256": "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824",
+                "length": 5,
+            }})
+        );
+        let one = json!({ "targets": [{ "target": "a", "version": "1" }, { "target": "b", "version": null }] });
+        let other = json!({ "targets": [{ "target": "b", "version": null }, { "target": "a", "version": "1" }] });
+        assert_eq!(targets(&one), targets(&other));
+        let changed = json!({ "targets": [{ "target": "b", "version": "2" }, { "target": "a", "version": "1" }] });
+        assert_ne!(targets(&one), targets(&changed));
+        assert!(changed_targets(&one, &changed).contains('b'));
+    }
+
+    #[test]
+    fn each_refusal_has_its_code() {
+        let id = ApprovalId::new_random();
+        for (refusal, code) in [
+            (UseRefusal::Pending(id), ErrorCode::ApprovalPending),
+            (
+                UseRefusal::Rejected {
+                    id,
+                    by: "b".into(),
+                    reason: "r".into(),
+                },
+                ErrorCode::ApprovalRejected,
+            ),
+            (
+                UseRefusal::Expired(id, chrono::Utc::now()),
+                ErrorCode::ApprovalExpired,
+            ),
+            (
+                UseRefusal::Mismatch {
+                    id,
+                    what: "w".into(),
+                },
+                ErrorCode::ApprovalMismatch,
+            ),
+            (UseRefusal::Used(id), ErrorCode::ApprovalUsed),
+            (
+                UseRefusal::Voided {
+                    id,
+                    reason: "r".into(),
+                },
+                ErrorCode::Conflict,
+            ),
+        ] {
+            assert_eq!(refusal_of(refusal).envelope().error_code(), Some(code));
         }
     }
 }

@@ -1425,6 +1425,17 @@ impl Ctx {
             )
             .with_data(json!({ "status": report.status, "allowed": allowed })));
         }
+        // Who may make this move, and a rejection's comment: no person is
+        // asked for a move the caller may not make.
+        self.caller.allow(
+            report.status.move_needs(body.to),
+            &format!("move a report from {} to {}", report.status, body.to),
+        )?;
+        if body.to == ReportStatus::Rejected
+            && body.comment.as_deref().is_none_or(|c| c.trim().is_empty())
+        {
+            return Err(invalid_field("comment", "is required to reject a report"));
+        }
         Ok(json!({
             "summary": format!("move report \"{}\" from {} to {}", report.title, report.status, body.to),
             "report": report,

@@ -181,11 +181,22 @@ async fn answer(state: &NcState, caller: Caller, req: Request) -> Response {
         NcOp::Search => Box::pin(async move { ctx.search(body(req).await).await }).await,
         NcOp::Write => {
             Box::pin(async move {
-                let (body, approval) = write_body::<WriteRequest>(req).await?;
+                let (mut body, approval) = write_body::<WriteRequest>(req).await?;
                 ctx.writable(None)?;
-                ctx.approval = ctx
-                    .approved(op, &body, approval, ctx.preview_write(&body))
-                    .await?;
+                // The etag the approver saw, so that an approved overwrite
+                // is refused if the file changes after the check.
+                let seen = std::sync::OnceLock::new();
+                let preview = async {
+                    let preview = ctx.preview_write(&body).await?;
+                    if let Some(etag) = preview["current_etag"].as_str() {
+                        let _ = seen.set(etag.to_owned());
+                    }
+                    Ok(preview)
+                };
+                ctx.approval = ctx.approved(op, &body, approval, preview).await?;
+                if ctx.approval.is_some() && body.if_match.is_none() {
+                    body.if_match = seen.into_inner();
+                }
                 ctx.write(Ok(body)).await
             })
             .await
@@ -1031,8 +1042,18 @@ impl Ctx {
         self.writable(Some(&mount))?;
         let (from_rel, from) = self.path(&mount, &body.from_rel_path, "from_rel_path", false)?;
         let (to_rel, to) = self.path(&mount, &body.to_rel_path, "to_rel_path", false)?;
+        if from.contains(&to) || to.contains(&from) {
+            return Err(Failure::new(
+                ErrorCode::Conflict,
+                "to_rel_path is the same as from_rel_path, lies inside it, or contains it",
+            ));
+        }
         self.no_attachment_at(&from, &format!("/{from_rel}"), "move")
             .await?;
+        if body.overwrite {
+            self.no_attachment_at(&to, &format!("/{to_rel}"), "replace")
+                .await?;
+        }
         let from_shown = format!("{}:/{from_rel}", mount.name);
         let to_shown = format!("{}:/{to_rel}", mount.name);
         let item = self

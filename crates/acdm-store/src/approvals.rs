@@ -7,8 +7,9 @@
 //! that records the write's intent ([`crate::Store::record_intent`] with
 //! `NewEvent::approval`): the approval becomes `used` and names the event
 //! in the same commit, so a write and its approval's use are one fact —
-//! a crash leaves either both or neither. An approval whose event then
-//! failed (nothing was written) may be used again until it expires.
+//! a crash leaves either both or neither. When that event is marked
+//! failed (nothing was written), the approval is `approved` again in the
+//! same commit, and may be used again until it expires.
 
 use acdm_core::approval::{
     Approval, ApprovalId, ApprovalPolicy, ApprovalRequest, ApprovalStatus, ApprovalTtl, WriteOp,

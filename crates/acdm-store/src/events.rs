@@ -340,14 +340,12 @@ impl Store {
                 }
             }
             if let Some(approval) = event.approval {
-                // The approval's use and the write's intent are one commit.
-                // An approval whose earlier write failed (nothing was
-                // written) may be used again.
+                // The approval's use and the write's intent are one commit
+                // (an approval whose write failed is `approved` again:
+                // `finish_in` frees it with the failure).
                 let claimed = sqlx::query(
                     "UPDATE approvals SET status = 'used', event_id = $1, updated_at = $2 \
-                     WHERE id = $3 AND project_id = $4 AND expires_at > $2 \
-                     AND (status = 'approved' OR (status = 'used' AND event_id IN \
-                     (SELECT id FROM user_storage_events WHERE status = 'failed')))",
+                     WHERE id = $3 AND project_id = $4 AND expires_at > $2 AND status = 'approved'",
                 )
                 .bind(&id)
                 .bind(at)
@@ -475,6 +473,18 @@ impl Store {
             .bind(&key)
             .fetch_optional(&mut **tx)
             .await?;
+            if status == EventStatus::Failed {
+                // Nothing was written: the approval the write used is
+                // usable again (until it expires), in the same commit.
+                sqlx::query(
+                    "UPDATE approvals SET status = 'approved', event_id = NULL, updated_at = $1 \
+                     WHERE event_id = $2 AND status = 'used'",
+                )
+                .bind(at)
+                .bind(&key)
+                .execute(&mut **tx)
+                .await?;
+            }
             let Some(reverts) = reverts else {
                 let current: Option<String> =
                     sqlx::query_scalar("SELECT status FROM user_storage_events WHERE id = $1")

@@ -217,6 +217,14 @@ async fn an_approval_is_used_by_one_intent_only_and_again_only_after_a_failed_wr
             s.event(failed.id).await.unwrap().status,
             EventStatus::Failed
         );
+        // Failed, nothing written: the approval is usable again.
+        let freed = s.approval(other.approval_id).await.unwrap();
+        assert_eq!(
+            (freed.status, freed.event_id),
+            (ApprovalStatus::Approved, None),
+            "{}",
+            db.name
+        );
         let again = s
             .record_intent(&intent(alpha, other.approval_id))
             .await
