@@ -188,7 +188,10 @@ async fn answer(state: &NcState, caller: Caller, req: Request) -> Response {
                 let seen = std::sync::OnceLock::new();
                 let preview = async {
                     let preview = ctx.preview_write(&body).await?;
-                    if let Some(etag) = preview["current_etag"].as_str() {
+                    if let Some(etag) = preview
+                        .get("current_etag")
+                        .and_then(serde_json::Value::as_str)
+                    {
                         let _ = seen.set(etag.to_owned());
                     }
                     Ok(preview)
