@@ -348,3 +348,52 @@ async fn a_dry_run_delete_suggests_running_again_with_yes_not_the_wire_flag() {
     ran.exits(0);
     assert_eq!(ran.json(), done);
 }
+
+#[tokio::test]
+async fn an_approval_request_is_printed_with_its_data_and_the_approval_id_is_sent_back() {
+    const APPROVAL: &str = "6f1c2a4e-0d6b-4a3b-9f00-2b1c3d4e5f60";
+    let required = json!({
+        "success": false, "code": "approval_required",
+        "message": "nc.delete needs a person's approval in project `alpha` before it runs; nothing was changed.",
+        "data": {
+            "approval_id": APPROVAL, "status": "pending", "expires_at": "2026-11-30T09:00:00Z",
+            "preview": { "summary": "delete project:/a.md (1 item(s))", "targets": [] },
+        },
+        "suggested_action": "Tell the user this change needs approval.",
+    });
+    let double = Double::answering(403, required.to_string()).await;
+    let ran = Tool::new(&double.url, &["nc", "delete", "a.md", "--yes"])
+        .run()
+        .await;
+    ran.exits(1);
+    // The data is kept, whatever its shape: the user needs the id.
+    assert_eq!(ran.json(), required);
+    assert_sent(
+        &double.requests()[0],
+        "delete",
+        &json!({ "rel_path": "a.md", "dry_run": false }),
+    );
+
+    let ran = Tool::new(
+        &double.url,
+        &["nc", "delete", "a.md", "--yes", "--approval-id", APPROVAL],
+    )
+    .run()
+    .await;
+    ran.exits(1);
+    assert_sent(
+        &double.requests()[1],
+        "delete",
+        &json!({ "rel_path": "a.md", "dry_run": false, "approval_id": APPROVAL }),
+    );
+
+    // Not an approval id: a usage error, nothing sent.
+    let ran = Tool::new(
+        &double.url,
+        &["nc", "delete", "a.md", "--yes", "--approval-id", "nope"],
+    )
+    .run()
+    .await;
+    ran.exits(2);
+    assert_eq!(double.requests().len(), 2);
+}
