@@ -1000,25 +1000,7 @@ impl Ctx {
 
     async fn delete_meeting_file(&self, body: DeleteMeetingFileRequest) -> Reply {
         self.files_writable()?;
-        let meeting = self.meeting(body.meeting_id).await?;
-        let file = self
-            .state
-            .store
-            .meeting_file(self.project(), body.file_id)
-            .await?
-            .filter(|f| f.meeting_id == meeting.meeting_id)
-            .ok_or_else(|| {
-                Failure::new(
-                    ErrorCode::NotFound,
-                    format!(
-                        "file {} not found in meeting \"{}\"",
-                        body.file_id, meeting.title
-                    ),
-                )
-                .with_suggested_action(
-                    "Use a file_id from get_meeting or list_meeting_files of this meeting.",
-                )
-            })?;
+        let (meeting, file) = self.meeting_and_file(&body).await?;
         let mounts = self.mounts().await?;
         let mut remove = Vec::new();
         if let Some(path) = Self::file_path(&mounts, &file) {
@@ -1364,10 +1346,12 @@ impl Ctx {
         }))
     }
 
-    async fn preview_delete_file(
+    /// The meeting and its file the request names (`not_found` when the
+    /// file is not that meeting's).
+    async fn meeting_and_file(
         &self,
         body: &DeleteMeetingFileRequest,
-    ) -> Result<serde_json::Value, Failure> {
+    ) -> Result<(Meeting, MeetingFile), Failure> {
         let meeting = self.meeting(body.meeting_id).await?;
         let file = self
             .state
@@ -1383,7 +1367,18 @@ impl Ctx {
                         body.file_id, meeting.title
                     ),
                 )
+                .with_suggested_action(
+                    "Use a file_id from get_meeting or list_meeting_files of this meeting.",
+                )
             })?;
+        Ok((meeting, file))
+    }
+
+    async fn preview_delete_file(
+        &self,
+        body: &DeleteMeetingFileRequest,
+    ) -> Result<serde_json::Value, Failure> {
+        let (meeting, file) = self.meeting_and_file(body).await?;
         Ok(json!({
             "summary": format!("remove \"{}\" from meeting \"{}\"", file.name, meeting.title),
             "meeting": meeting,

@@ -217,6 +217,30 @@ async fn dispatch(state: ProjectState, op: ProjectOp, caller: Caller, req: Reque
     }
 }
 
+/// The current milestone, when it is the one `if_current` names
+/// (`conflict` otherwise, naming the current one).
+fn current_milestone(milestones: &[Milestone], if_current: u32) -> Result<&Milestone, Failure> {
+    let current = milestones
+        .iter()
+        .find(|m| m.status == MilestoneStatus::Current)
+        .ok_or_else(|| no_current(milestones))?;
+    if current.seq != if_current {
+        return Err(Failure::new(
+            ErrorCode::Conflict,
+            format!(
+                "milestone {} \"{}\" is current, not {if_current}",
+                current.seq, current.title
+            ),
+        )
+        .with_suggested_action(format!(
+            "Check with the user that milestone {} is the one to close, then retry with if_current: {}.",
+            current.seq, current.seq
+        ))
+        .with_data(json!({ "current": current.seq, "title": current.title })));
+    }
+    Ok(current)
+}
+
 /// How an operation reads in a refusal.
 fn describe(op: ProjectOp) -> String {
     match op {
@@ -388,20 +412,7 @@ impl Ctx {
     ) -> Result<serde_json::Value, Failure> {
         let store = &self.state.store;
         let milestones = store.milestones(self.caller.project().id).await?;
-        let current = milestones
-            .iter()
-            .find(|m| m.status == MilestoneStatus::Current)
-            .ok_or_else(|| no_current(&milestones))?;
-        if current.seq != body.if_current {
-            return Err(Failure::new(
-                ErrorCode::Conflict,
-                format!(
-                    "milestone {} \"{}\" is current, not {}",
-                    current.seq, current.title, body.if_current
-                ),
-            )
-            .with_data(json!({ "current": current.seq, "title": current.title })));
-        }
+        let current = current_milestone(&milestones, body.if_current)?;
         let next = milestones
             .iter()
             .filter(|m| m.status == MilestoneStatus::Planned)
@@ -432,24 +443,7 @@ impl Ctx {
         let store = &self.state.store;
         let project = self.caller.project().id;
         let milestones = store.milestones(project).await?;
-        let current = milestones
-            .iter()
-            .find(|m| m.status == MilestoneStatus::Current)
-            .ok_or_else(|| no_current(&milestones))?;
-        if current.seq != body.if_current {
-            return Err(Failure::new(
-                ErrorCode::Conflict,
-                format!(
-                    "milestone {} \"{}\" is current, not {}",
-                    current.seq, current.title, body.if_current
-                ),
-            )
-            .with_suggested_action(format!(
-                "Check with the user that milestone {} is the one to close, then retry with if_current: {}.",
-                current.seq, current.seq
-            ))
-            .with_data(json!({ "current": current.seq, "title": current.title })));
-        }
+        let current = current_milestone(&milestones, body.if_current)?;
         let now = store.now();
         let done = Milestone {
             status: MilestoneStatus::Done,
