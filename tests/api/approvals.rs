@@ -691,3 +691,72 @@ async fn a_new_request_is_posted_signed_at_once_and_retried_until_taken() {
     );
     env.stop().await;
 }
+
+/// Another server on the same database and the same WebDAV server (a
+/// replica).
+async fn replica(env: &NcEnv) -> crate::helpers::TestApp {
+    crate::helpers::spawn_app(crate::helpers::Options {
+        extra_env: vec![
+            ("NEXTCLOUD_URL", format!("http://{}/", env.proxy.addr)),
+            ("NEXTCLOUD_USER", crate::dav::DAV_USER.to_owned()),
+            (
+                "NEXTCLOUD_APP_PASSWORD",
+                crate::dav::DAV_PASSWORD.to_owned(),
+            ),
+            ("NEXTCLOUD_BASE_PATH", "/Projects".to_owned()),
+            ("ACDM_APPROVAL_REQUIRED_OPS", OPS.to_owned()),
+        ],
+        data_dir: Some(env.app.data_dir.clone()),
+        ..crate::helpers::Options::default()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_request_made_on_one_server_is_approved_on_another_and_used_on_a_third() {
+    let Some(env) = env().await else { return };
+    let (second, third) = (replica(&env).await, replica(&env).await);
+    let delete = json!({"rel_path": "docs/plan.md", "dry_run": false});
+    let (status, asked) = env.nc(ALPHA, "delete", delete.clone()).await;
+    assert_eq!(
+        (status, code(&asked)),
+        (403, "approval_required"),
+        "{asked}"
+    );
+    let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
+
+    // Approved through the second server's operator API.
+    let body = json!({"user_id": "u-owner"}).to_string();
+    let path = format!("/admin/approvals/{id}/approve");
+    let approved = second
+        .send(
+            Req::new("POST", &path)
+                .headers(&[("Authorization", crate::helpers::BEARER)])
+                .json(&body),
+        )
+        .await;
+    assert_eq!(approved.status, 200, "{}", approved.body);
+
+    // Used through the third, once; the first sees it used.
+    let call = with_approval(&delete, &id).to_string();
+    let headers = [
+        ("X-ACDM-Service-Auth", crate::helpers::TOKEN),
+        ("X-ACDM-User-Id", USER),
+        ("X-ACDM-Agent-Name", ALPHA),
+        ("X-ACDM-Thread-Id", THREAD),
+    ];
+    let done = third
+        .send(
+            Req::new("POST", "/agent-tools/nc/delete")
+                .headers(&headers)
+                .json(&call),
+        )
+        .await;
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert!(env.disk_read("Projects/Alpha/docs/plan.md").is_none());
+    let (status, again) = env.nc(ALPHA, "delete", with_approval(&delete, &id)).await;
+    assert_eq!((status, code(&again)), (409, "approval_used"), "{again}");
+    second.stop().await;
+    third.stop().await;
+    env.stop().await;
+}
