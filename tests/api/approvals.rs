@@ -760,3 +760,61 @@ async fn a_request_made_on_one_server_is_approved_on_another_and_used_on_a_third
     third.stop().await;
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_report_move_asks_only_for_a_move_the_caller_may_make() {
+    let Some(env) = NcEnv::start_with(vec![(
+        "ACDM_APPROVAL_REQUIRED_OPS",
+        "business.update_report_status".to_owned(),
+    )])
+    .await
+    else {
+        return;
+    };
+    add_member(&env, "alpha", "u-owner", "owner").await;
+    add_member(&env, "alpha", "u-admin", "admin").await;
+    let report = crate::business::seed_report(
+        &env,
+        "alpha",
+        "Week 48",
+        acdm_core::business::ReportStatus::Submitted,
+    )
+    .await;
+    let path = "agent-tools/business/update_report_status";
+    // A member may not approve a report: refused by role, nobody asked.
+    let approve = json!({"report_id": report, "to": "approved"});
+    let (status, refused) = call(&env, USER, ALPHA, path, &approve).await;
+    assert_eq!(
+        (status, code(&refused)),
+        (403, "permission_denied"),
+        "{refused}"
+    );
+    // A rejection without its comment: refused, nobody asked.
+    let reject = json!({"report_id": report, "to": "rejected"});
+    let (status, refused) = call(&env, "u-owner", ALPHA, path, &reject).await;
+    assert_eq!(
+        (status, code(&refused)),
+        (422, "validation_error"),
+        "{refused}"
+    );
+    let (_, listed) = env.admin("GET", "/admin/approvals", None).await;
+    assert_eq!(listed["data"]["approvals"], json!([]), "{listed}");
+
+    // The owner's move asks, with the report's version and status.
+    let (status, asked) = call(&env, "u-owner", ALPHA, path, &approve).await;
+    assert_eq!(
+        (status, code(&asked)),
+        (403, "approval_required"),
+        "{asked}"
+    );
+    let preview = &asked["data"]["preview"];
+    assert_eq!(preview["report"]["status"], "submitted", "{asked}");
+    assert_eq!(preview["to"], "approved");
+    let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
+    let (status, _) = decide(&env, &id, "approve", json!({"user_id": "u-admin"})).await;
+    assert_eq!(status, 200);
+    let (status, moved) = call(&env, "u-owner", ALPHA, path, &with_approval(&approve, &id)).await;
+    assert_eq!(status, 200, "{moved}");
+    assert_eq!(moved["data"]["report"]["status"], "approved", "{moved}");
+    env.stop().await;
+}
