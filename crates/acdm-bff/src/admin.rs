@@ -592,14 +592,16 @@ struct RejectBody {
     /// Who rejects: an owner or admin of the project, not the user who
     /// asked.
     user_id: UserId,
-    /// Why (the agent is told).
-    #[schemars(length(min = 1, max = 2000))]
+    /// Why (the agent is told): some text that is not only blanks.
+    #[schemars(length(min = 1, max = 2000), regex(pattern = r"\S"))]
     reason: String,
 }
 
 /// A decision's note or reason: one bounded piece of text.
 fn decision_text(field: &str, text: &str) -> Result<(), Failure> {
-    if text.trim().is_empty() {
+    // Blank as the schema's `\S` reads it (ECMAScript's white space).
+    let ecma_space = |c: char| (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}';
+    if text.chars().all(ecma_space) {
         return Err(invalid_field(field, "must not be blank"));
     }
     if text.chars().count() > 2000 {
@@ -614,12 +616,18 @@ async fn approve_approval(
     StrictJson(body): StrictJson<ApproveBody>,
 ) -> Reply {
     let id = approval_id_param("id", &id)?;
-    if let Some(note) = &body.note {
+    // A blank note is no note.
+    let note = body
+        .note
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty() && *n != "\u{feff}");
+    if let Some(note) = note {
         decision_text("note", note)?;
     }
     let decided = state
         .approvals
-        .decide(id, true, &body.user_id, body.note.as_deref())
+        .decide(id, true, &body.user_id, note)
         .await?;
     let view = state.approvals.view(decided).await?;
     ok(
