@@ -376,14 +376,11 @@ impl Kind for InstanceUrl {
     type Value = url::Url;
 
     fn parse(&self, text: &str) -> Result<url::Url, String> {
-        let url = url::Url::parse(text).map_err(|e| format!("is not a URL ({e})"))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            Err("must start with http:// or https://".to_owned())
-        } else if url.host_str().is_none_or(str::is_empty) {
-            Err("has no host".to_owned())
-        } else if !url.username().is_empty() || url.password().is_some() {
-            Err("must not carry credentials; use the token or password setting".to_owned())
-        } else if url.query().is_some() || url.fragment().is_some() {
+        let url = http_url(
+            text,
+            "must not carry credentials; use the token or password setting",
+        )?;
+        if url.query().is_some() || url.fragment().is_some() {
             Err("must not have a query or fragment; give the instance root".to_owned())
         } else {
             Ok(url)
@@ -418,14 +415,11 @@ impl Kind for WebhookUrl {
     type Value = url::Url;
 
     fn parse(&self, text: &str) -> Result<url::Url, String> {
-        let url = url::Url::parse(text).map_err(|e| format!("is not a URL ({e})"))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            Err("must start with http:// or https://".to_owned())
-        } else if url.host_str().is_none_or(str::is_empty) {
-            Err("has no host".to_owned())
-        } else if !url.username().is_empty() || url.password().is_some() {
-            Err("must not carry credentials; the receiver checks the signature".to_owned())
-        } else if url.fragment().is_some() {
+        let url = http_url(
+            text,
+            "must not carry credentials; the receiver checks the signature",
+        )?;
+        if url.fragment().is_some() {
             Err("must not have a fragment".to_owned())
         } else {
             Ok(url)
@@ -469,6 +463,21 @@ impl Kind for WebhookSecret {
 
     fn show(&self, _: &SecretString) -> Json {
         json!(REDACTED)
+    }
+}
+
+/// An http(s) URL with a host and no credentials (`credentials` says
+/// what to do instead).
+fn http_url(text: &str, credentials: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(text).map_err(|e| format!("is not a URL ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        Err("must start with http:// or https://".to_owned())
+    } else if url.host_str().is_none_or(str::is_empty) {
+        Err("has no host".to_owned())
+    } else if !url.username().is_empty() || url.password().is_some() {
+        Err(credentials.to_owned())
+    } else {
+        Ok(url)
     }
 }
 
