@@ -10,6 +10,7 @@
 //! prints nothing.
 
 pub mod commands;
+pub mod demo;
 pub mod import;
 
 use acdm_core::events::EventId;
