@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use tokio::process::Command;
 use tokio::task::JoinSet;
 
-use crate::harness::{AGENT, Cluster, OWNER, SLUG};
+use crate::harness::{AGENT, Cluster, MEMBER, OWNER, SLUG};
 use crate::load::{self, Load, Op, Record, Target};
 use crate::nginx::LogLine;
 
@@ -89,6 +89,10 @@ const CHECKS: &[Check] = &[
     Check {
         name: "BFF writes through one replica are read, listed and reverted through the others",
         run: |c, r| Box::pin(writes_through_one_replica_are_seen_through_the_others(c, r)),
+    },
+    Check {
+        name: "an approval asked through replica 1 is approved through replica 2 and used once through replica 3",
+        run: |c, r| Box::pin(an_approval_crosses_the_replicas(c, r)),
     },
     Check {
         name: "one agent's calls through the balancer are spread over every replica (±10 % of an even share)",
@@ -542,6 +546,149 @@ async fn writes_through_one_replica_are_seen_through_the_others(
     );
     println!(
         "  written through replica {a}, read through {b}, listed through {c}, reverted through {a}, {b} and {c}"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Approvals across replicas.
+
+async fn an_approval_crosses_the_replicas(
+    cluster: &mut Cluster,
+    _report: &mut Report,
+) -> Result<()> {
+    let n = cluster.replicas.len();
+    let (a, b, c) = (0, 1 % n, 2 % n);
+    let policy = format!("/admin/projects/{SLUG}/approval-policy");
+    cluster
+        .admin(
+            a,
+            Method::PUT,
+            &policy,
+            Some(json!({ "ops": ["nc.delete"] })),
+        )
+        .await?;
+    let outcome = approval_across(cluster, (a, b, c)).await;
+    // The other checks write without asking.
+    cluster.admin(a, Method::DELETE, &policy, None).await?;
+    outcome
+}
+
+async fn approval_across(cluster: &Cluster, (a, b, c): (usize, usize, usize)) -> Result<()> {
+    let who = identity(AGENT, MEMBER, "approval-across")?;
+    let client = |i: usize| -> Result<acdm_harness_client::HarnessClient> {
+        cluster.client(&cluster.replica_url(i)?)
+    };
+    let (ca, cb, cc) = (client(a)?, client(b)?, client(c)?);
+    let (at_a, at_b, at_c) = (
+        ca.as_identity(who.clone()),
+        cb.as_identity(who.clone()),
+        cc.as_identity(who),
+    );
+    let path = "approvals/doomed.md";
+    data_of(
+        &at_a
+            .nc_write(&WriteRequest {
+                rel_path: path.to_owned(),
+                content: "to be deleted once approved\n".to_owned(),
+                ..WriteRequest::default()
+            })
+            .await,
+        "write through replica a",
+    )?;
+    let delete = json!({ "rel_path": path, "dry_run": false });
+    let asked: acdm_core::ToolResponse<Value> = at_a.call("/agent-tools/nc/delete", &delete).await;
+    ensure!(
+        asked.code().as_str() == "approval_required",
+        "the delete through replica {a} answered {} {}",
+        asked.code(),
+        asked.message()
+    );
+    let id = asked
+        .data()
+        .and_then(|d| d.get("approval_id"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| anyhow!("approval_required without an approval_id"))?
+        .to_owned();
+    let presented = json!({ "rel_path": path, "dry_run": false, "approval_id": id });
+    let pending: acdm_core::ToolResponse<Value> =
+        at_c.call("/agent-tools/nc/delete", &presented).await;
+    ensure!(
+        pending.code().as_str() == "approval_pending",
+        "presented before the decision through replica {c}: {} {}",
+        pending.code(),
+        pending.message()
+    );
+    let listed = cluster
+        .admin(
+            b,
+            Method::GET,
+            &format!("/admin/approvals?status=pending&project={SLUG}"),
+            None,
+        )
+        .await?;
+    ensure!(
+        listed
+            .pointer("/data/approvals")
+            .and_then(Value::as_array)
+            .is_some_and(|list| list
+                .iter()
+                .any(|x| x.get("approval_id") == Some(&json!(id)))),
+        "replica {b} does not list {id}: {listed}"
+    );
+    cluster
+        .admin(
+            b,
+            Method::POST,
+            &format!("/admin/approvals/{id}/approve"),
+            Some(json!({ "user_id": OWNER, "note": "checked in the cluster suite" })),
+        )
+        .await?;
+    let done: acdm_core::ToolResponse<Value> =
+        at_c.call("/agent-tools/nc/delete", &presented).await;
+    let done = data_of(&done, "the approved delete through replica c")?;
+    let event_id = done
+        .get("event_id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| anyhow!("the delete answered no event id: {done}"))?
+        .to_owned();
+    let gone = at_b
+        .nc_read(&ReadRequest {
+            rel_path: path.to_owned(),
+            ..ReadRequest::default()
+        })
+        .await;
+    ensure!(
+        gone.code().as_str() == "not_found",
+        "after the delete through replica {c}, replica {b} answers {} {}",
+        gone.code(),
+        gone.message()
+    );
+    let again: acdm_core::ToolResponse<Value> =
+        at_a.call("/agent-tools/nc/delete", &presented).await;
+    ensure!(
+        again.code().as_str() == "approval_used",
+        "a second use through replica {a} answered {} {}",
+        again.code(),
+        again.message()
+    );
+    let shown = cluster
+        .admin(a, Method::GET, &format!("/admin/approvals/{id}"), None)
+        .await?;
+    ensure!(
+        shown.pointer("/data/status") == Some(&json!("used"))
+            && shown.pointer("/data/event_id") == Some(&json!(event_id)),
+        "replica {a} shows {shown}"
+    );
+    let event = cluster
+        .admin(a, Method::GET, &format!("/admin/events/{event_id}"), None)
+        .await?;
+    ensure!(
+        event.pointer("/data/params/approval/approved_by") == Some(&json!(OWNER)),
+        "the event does not record who approved it: {event}"
+    );
+    println!(
+        "  asked through replica {a}, approved through {b}, used once through {c}, refused again through {a}"
     );
     Ok(())
 }

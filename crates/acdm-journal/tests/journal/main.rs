@@ -195,7 +195,7 @@ impl World {
 }
 
 /// The operations under test, each as the agent would make it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
     WriteNew,
     Overwrite,
@@ -215,8 +215,21 @@ const OPS: [Op; 6] = [
 ];
 
 async fn perform(world: &World, op: Op) -> Result<StorageEvent, JournalError> {
+    perform_with(world, op, None).await
+}
+
+/// [`perform`], the change recorded under `approval`.
+async fn perform_with(
+    world: &World,
+    op: Op,
+    approval: Option<&acdm_journal::Approved>,
+) -> Result<StorageEvent, JournalError> {
     let j = &world.journal;
     let p = &world.project;
+    let by_agent = |p, target| Record {
+        approval: approval.cloned(),
+        ..by_agent(p, target)
+    };
     let work = async {
         match op {
             Op::WriteNew => j
@@ -358,6 +371,128 @@ async fn a_crash_at_any_stage_leaves_one_settled_event_and_a_revertible_state() 
                     let original = world.store.event(event.id).await.unwrap();
                     assert_eq!(original.status, EventStatus::Reverted);
                     assert_eq!(original.reverted_by, Some(revert.id));
+                }
+                other => panic!("{op:?} at {stage:?}: {other}"),
+            }
+        }
+    }
+}
+
+/// An approved request for `op` in `world`'s project, as a person would
+/// have decided it (the journal only records and claims it).
+async fn approved(world: &World, op: Op) -> acdm_journal::Approved {
+    use acdm_core::approval::{ApprovalRequest, ApprovalTtl, WriteOp};
+    let nc_op = match op {
+        Op::WriteNew | Op::Overwrite => acdm_core::nc::NcOp::Write,
+        Op::Delete | Op::DeleteFolder => acdm_core::nc::NcOp::Delete,
+        Op::Move | Op::MoveOverwrite => acdm_core::nc::NcOp::Move,
+    };
+    let request = ApprovalRequest {
+        project: ProjectSlug::parse("alpha").unwrap(),
+        op: WriteOp::Nc(nc_op),
+        arguments: serde_json::json!({ "op": format!("{op:?}") }),
+        requested_by: UserId::parse("u-1").unwrap(),
+        agent: AgentName::parse("project-alpha").unwrap(),
+        thread: ThreadId::parse("t-1").unwrap(),
+        preview: serde_json::json!({}),
+    };
+    let asked = world
+        .store
+        .create_approval(world.project.id, &request, ApprovalTtl::DEFAULT, None)
+        .await
+        .unwrap();
+    let by = UserId::parse("u-owner").unwrap();
+    world
+        .store
+        .decide_approval(asked.approval_id, true, &by, None)
+        .await
+        .unwrap();
+    acdm_journal::Approved {
+        id: asked.approval_id,
+        by,
+    }
+}
+
+#[tokio::test]
+async fn a_crash_at_any_stage_of_an_approved_write_neither_loses_nor_doubles_it() {
+    use acdm_core::approval::ApprovalStatus;
+    for op in OPS {
+        for stage in [
+            None,
+            Some(Stage::AfterIntent),
+            Some(Stage::AfterKeep),
+            Some(Stage::AfterUpstream),
+        ] {
+            let world = World::new().await;
+            let before = world.snapshot();
+            let approval = approved(&world, op).await;
+            world.arm(stage);
+            let outcome = perform_with(&world, op, Some(&approval)).await;
+            world.journal.reconcile(chrono::Utc::now()).await.unwrap();
+            let events = world.events().await;
+            assert_eq!(events.len(), 1, "{op:?} at {stage:?}: one event");
+            let event = &events[0];
+            let stored = world.store.approval(approval.id).await.unwrap();
+            match event.status {
+                EventStatus::Applied => {
+                    // Written once: the approval is spent on this event,
+                    // which records who approved it.
+                    assert_eq!(stored.status, ApprovalStatus::Used, "{op:?} at {stage:?}");
+                    assert_eq!(stored.event_id, Some(event.id), "{op:?} at {stage:?}");
+                    assert_eq!(
+                        event.params["approval"]["approval_id"],
+                        approval.id.to_string(),
+                        "{op:?} at {stage:?}: {}",
+                        event.params
+                    );
+                    assert_eq!(event.params["approval"]["approved_by"], "u-owner");
+                    // Another change under the same approval (one the file
+                    // store would let through) is refused by the claim.
+                    let again = perform_with(&world, Op::WriteNew, Some(&approval)).await;
+                    let error = again.expect_err("a second use must be refused");
+                    assert_eq!(
+                        error.code(),
+                        acdm_core::ErrorCode::ApprovalUsed,
+                        "{op:?} at {stage:?}: {error}"
+                    );
+                    assert_eq!(world.events().await.len(), 1, "{op:?} at {stage:?}");
+                    assert!(
+                        !world.disk.join("Projects/Alpha/new/deep/file.md").exists()
+                            || op == Op::WriteNew,
+                        "{op:?} at {stage:?}: the refused change was made"
+                    );
+                }
+                EventStatus::Failed => {
+                    // Nothing written: the approval is not lost, and its
+                    // retry writes once.
+                    assert!(
+                        matches!(outcome, Err(JournalError::Crashed(_))),
+                        "{op:?} at {stage:?}"
+                    );
+                    assert_eq!(
+                        without_new_folders(world.snapshot(), &before),
+                        before,
+                        "{op:?} at {stage:?}"
+                    );
+                    assert_eq!(
+                        stored.status,
+                        ApprovalStatus::Approved,
+                        "{op:?} at {stage:?}: a write that did not happen spent its approval"
+                    );
+                    assert_eq!(stored.event_id, None, "{op:?} at {stage:?}");
+                    let retried = perform_with(&world, op, Some(&approval))
+                        .await
+                        .unwrap_or_else(|e| panic!("{op:?} at {stage:?}: retry: {e}"));
+                    assert_eq!(retried.status, EventStatus::Applied);
+                    let stored = world.store.approval(approval.id).await.unwrap();
+                    assert_eq!(stored.status, ApprovalStatus::Used);
+                    assert_eq!(stored.event_id, Some(retried.id));
+                    let third = perform_with(&world, Op::WriteNew, Some(&approval)).await;
+                    assert_eq!(
+                        third.map(|e| e.id).map_err(|e| e.code()),
+                        Err(acdm_core::ErrorCode::ApprovalUsed),
+                        "{op:?} at {stage:?}"
+                    );
                 }
                 other => panic!("{op:?} at {stage:?}: {other}"),
             }
