@@ -12,13 +12,27 @@ use acdm_core::{AgentName, Identity, ThreadId, ToolResponse, UserId};
 use serde_json::{Value, json};
 
 use crate::business::add_member;
-use crate::dav::{ALPHA, BETA, NcEnv, THREAD, USER, assert_envelope, code};
+use crate::dav::{ALPHA, BETA, DatabaseChoice, NcEnv, THREAD, USER, assert_envelope, code};
 use crate::helpers::Req;
 
 const OPS: &str = "nc.delete,nc.write,business.delete_meeting,project.milestone/advance";
 
+fn settings() -> Vec<(&'static str, String)> {
+    vec![("ACDM_APPROVAL_REQUIRED_OPS", OPS.to_owned())]
+}
+
+/// The suite's service on the embedded database.
 async fn env() -> Option<NcEnv> {
-    let env = NcEnv::start_with(vec![("ACDM_APPROVAL_REQUIRED_OPS", OPS.to_owned())]).await?;
+    provisioned(NcEnv::start_with(settings()).await?).await
+}
+
+/// The suite's service on `database`.
+async fn env_on(database: DatabaseChoice) -> Option<NcEnv> {
+    provisioned(database.start().await?).await
+}
+
+/// Alpha's owner, admin and viewer, and beta's owner.
+async fn provisioned(env: NcEnv) -> Option<NcEnv> {
     for (user, role) in [
         ("u-owner", "owner"),
         ("u-admin", "admin"),
@@ -57,497 +71,781 @@ async fn decide(env: &NcEnv, id: &str, verb: &str, body: Value) -> (u16, Value) 
 
 #[tokio::test]
 async fn a_delete_waits_for_a_person_and_runs_once_as_approved() {
-    let Some(env) = env().await else { return };
-    let delete = json!({"rel_path": "docs/plan.md", "dry_run": false});
-    let before = env.disk_read("Projects/Alpha/docs/plan.md").unwrap();
+    for database in NcEnv::on_each_database(settings()).await {
+        let name = database.name;
+        let Some(env) = env_on(database).await else {
+            return;
+        };
+        eprintln!("on {name}");
+        let delete = json!({"rel_path": "docs/plan.md", "dry_run": false});
+        let before = env.disk_read("Projects/Alpha/docs/plan.md").unwrap();
 
-    // A dry run never needs approval, and lists each item's etag.
-    let (status, dry) = env
-        .nc(ALPHA, "delete", json!({"rel_path": "docs/plan.md"}))
-        .await;
-    assert_eq!(status, 200, "{dry}");
-    let etag = dry["data"]["would_delete"][0]["etag"].clone();
-    assert!(etag.is_string(), "the dry run lists the etag: {dry}");
+        // A dry run never needs approval, and lists each item's etag.
+        let (status, dry) = env
+            .nc(ALPHA, "delete", json!({"rel_path": "docs/plan.md"}))
+            .await;
+        assert_eq!(status, 200, "{dry}");
+        let etag = dry["data"]["would_delete"][0]["etag"].clone();
+        assert!(etag.is_string(), "the dry run lists the etag: {dry}");
 
-    // The real call asks, and nothing is written.
-    let mark = env.recorder().mark();
-    let (status, asked) = env.nc(ALPHA, "delete", delete.clone()).await;
-    assert_eq!(
-        (status, code(&asked)),
-        (403, "approval_required"),
-        "{asked}"
-    );
-    let data = &asked["data"];
-    let id = data["approval_id"].as_str().unwrap().to_owned();
-    assert_eq!(data["status"], "pending");
-    assert!(data["expires_at"].is_string(), "{asked}");
-    assert_eq!(
-        data["preview"]["would_delete"][0]["rel_path"],
-        "docs/plan.md"
-    );
-    assert_eq!(data["preview"]["would_delete"][0]["etag"], etag, "{asked}");
-    assert_eq!(data["preview"]["targets"][0]["version"], etag, "{asked}");
-    let action = asked["suggested_action"].as_str().unwrap();
-    assert!(
-        action.contains(&id) && action.contains("approval_id"),
-        "{action}"
-    );
-    assert!(env.recorder().since(mark).iter().all(|r| !r.is_write()));
-    assert_eq!(
-        env.disk_read("Projects/Alpha/docs/plan.md").unwrap(),
-        before
-    );
+        // The real call asks, and nothing is written.
+        let mark = env.recorder().mark();
+        let (status, asked) = env.nc(ALPHA, "delete", delete.clone()).await;
+        assert_eq!(
+            (status, code(&asked)),
+            (403, "approval_required"),
+            "{asked}"
+        );
+        let data = &asked["data"];
+        let id = data["approval_id"].as_str().unwrap().to_owned();
+        assert_eq!(data["status"], "pending");
+        assert!(data["expires_at"].is_string(), "{asked}");
+        assert_eq!(
+            data["preview"]["would_delete"][0]["rel_path"],
+            "docs/plan.md"
+        );
+        assert_eq!(data["preview"]["would_delete"][0]["etag"], etag, "{asked}");
+        assert_eq!(data["preview"]["targets"][0]["version"], etag, "{asked}");
+        let action = asked["suggested_action"].as_str().unwrap();
+        assert!(
+            action.contains(&id) && action.contains("approval_id"),
+            "{action}"
+        );
+        assert!(env.recorder().since(mark).iter().all(|r| !r.is_write()));
+        assert_eq!(
+            env.disk_read("Projects/Alpha/docs/plan.md").unwrap(),
+            before
+        );
 
-    // Asked again before anyone decided: the same request, not a second.
-    let (_, again) = env.nc(ALPHA, "delete", delete.clone()).await;
-    assert_eq!(again["data"]["approval_id"], id.as_str(), "{again}");
+        // Asked again before anyone decided: the same request, not a second.
+        let (_, again) = env.nc(ALPHA, "delete", delete.clone()).await;
+        assert_eq!(again["data"]["approval_id"], id.as_str(), "{again}");
 
-    // Presented before anyone decided: pending.
-    let approved_call = with_approval(&delete, &id);
-    let (status, refused) = env.nc(ALPHA, "delete", approved_call.clone()).await;
-    assert_eq!(
-        (status, code(&refused)),
-        (403, "approval_pending"),
-        "{refused}"
-    );
-
-    // The operator sees it, with the preview.
-    let (status, listed) = env
-        .admin("GET", "/admin/approvals?status=pending&project=alpha", None)
-        .await;
-    assert_eq!(status, 200, "{listed}");
-    let found = &listed["data"]["approvals"][0];
-    assert_eq!(found["approval_id"], id.as_str(), "{listed}");
-    assert_eq!(found["op"], "nc.delete");
-    assert_eq!(found["requested_by"], USER);
-    assert_eq!(found["agent"], ALPHA);
-    assert_eq!(found["current_status"], "pending");
-
-    // Who may not decide: the requester (four eyes), a viewer, a
-    // non-member, an owner of another project.
-    for (user, rule) in [
-        (USER, "four-eyes"),
-        ("u-viewer", "owners and admins"),
-        ("u-stranger", "owners and admins"),
-        ("u-beta-owner", "owners and admins"),
-    ] {
-        let (status, refused) = decide(&env, &id, "approve", json!({"user_id": user})).await;
+        // Presented before anyone decided: pending.
+        let approved_call = with_approval(&delete, &id);
+        let (status, refused) = env.nc(ALPHA, "delete", approved_call.clone()).await;
         assert_eq!(
             (status, code(&refused)),
-            (403, "permission_denied"),
-            "{user}: {refused}"
+            (403, "approval_pending"),
+            "{refused}"
+        );
+
+        // The operator sees it, with the preview.
+        let (status, listed) = env
+            .admin("GET", "/admin/approvals?status=pending&project=alpha", None)
+            .await;
+        assert_eq!(status, 200, "{listed}");
+        let found = &listed["data"]["approvals"][0];
+        assert_eq!(found["approval_id"], id.as_str(), "{listed}");
+        assert_eq!(found["op"], "nc.delete");
+        assert_eq!(found["requested_by"], USER);
+        assert_eq!(found["agent"], ALPHA);
+        assert_eq!(found["current_status"], "pending");
+
+        // Who may not decide: the requester (four eyes), a viewer, a
+        // non-member, an owner of another project.
+        for (user, rule) in [
+            (USER, "four-eyes"),
+            ("u-viewer", "owners and admins"),
+            ("u-stranger", "owners and admins"),
+            ("u-beta-owner", "owners and admins"),
+        ] {
+            let (status, refused) = decide(&env, &id, "approve", json!({"user_id": user})).await;
+            assert_eq!(
+                (status, code(&refused)),
+                (403, "permission_denied"),
+                "{user}: {refused}"
+            );
+            assert!(
+                refused["message"].as_str().unwrap().contains(rule),
+                "{user}: {refused}"
+            );
+        }
+        let (status, approved) = decide(
+            &env,
+            &id,
+            "approve",
+            json!({"user_id": "u-owner", "note": "ok for Monday"}),
+        )
+        .await;
+        assert_eq!(status, 200, "{approved}");
+        assert_eq!(approved["data"]["status"], "approved");
+        assert_eq!(approved["data"]["decided_by"], "u-owner");
+        // Decided once: a second decision is a conflict.
+        let (status, again) = decide(
+            &env,
+            &id,
+            "reject",
+            json!({"user_id": "u-admin", "reason": "late"}),
+        )
+        .await;
+        assert_eq!((status, code(&again)), (409, "conflict"), "{again}");
+
+        // Other arguments, another user, another agent's project: refused,
+        // nothing written.
+        let mark = env.recorder().mark();
+        let other_file = with_approval(&json!({"rel_path": "readme.md", "dry_run": false}), &id);
+        let (status, refused) = env.nc(ALPHA, "delete", other_file).await;
+        assert_eq!(
+            (status, code(&refused)),
+            (403, "approval_mismatch"),
+            "{refused}"
         );
         assert!(
-            refused["message"].as_str().unwrap().contains(rule),
-            "{user}: {refused}"
+            refused["message"].as_str().unwrap().contains("rel_path"),
+            "{refused}"
         );
+        let (status, refused) = call(
+            &env,
+            "u-admin",
+            ALPHA,
+            "agent-tools/nc/delete",
+            &approved_call,
+        )
+        .await;
+        assert_eq!(
+            (status, code(&refused)),
+            (403, "approval_mismatch"),
+            "{refused}"
+        );
+        // Another project's agent: as if the approval did not exist.
+        let (status, refused) = env.nc(BETA, "delete", approved_call.clone()).await;
+        assert_eq!((status, code(&refused)), (404, "not_found"), "{refused}");
+        let unknown_id = acdm_core::approval::ApprovalId::new_random().to_string();
+        let (_, unknown) = env
+            .nc(BETA, "delete", with_approval(&delete, &unknown_id))
+            .await;
+        assert_eq!(
+            refused["message"].as_str().unwrap().replace(&id, "ID"),
+            unknown["message"]
+                .as_str()
+                .unwrap()
+                .replace(&unknown_id, "ID"),
+            "another project's approval reads as an unknown one"
+        );
+        assert!(env.recorder().since(mark).iter().all(|r| !r.is_write()));
+
+        // The approved call runs, once, recorded with who approved it.
+        let (status, done) = env.nc(ALPHA, "delete", approved_call.clone()).await;
+        assert_eq!(status, 200, "{done}");
+        assert!(env.disk_read("Projects/Alpha/docs/plan.md").is_none());
+        let event = env.event(done["data"]["event_id"].as_str().unwrap()).await;
+        assert_eq!(
+            event["params"]["approval"]["approval_id"],
+            id.as_str(),
+            "{event}"
+        );
+        assert_eq!(
+            event["params"]["approval"]["approved_by"], "u-owner",
+            "{event}"
+        );
+        let (status, refused) = env.nc(ALPHA, "delete", approved_call).await;
+        assert_eq!(
+            (status, code(&refused)),
+            (409, "approval_used"),
+            "{refused}"
+        );
+        let (_, shown) = env
+            .admin("GET", &format!("/admin/approvals/{id}"), None)
+            .await;
+        assert_eq!(shown["data"]["status"], "used", "{shown}");
+        assert_eq!(shown["data"]["event_id"], done["data"]["event_id"]);
+        env.stop().await;
     }
-    let (status, approved) = decide(
-        &env,
-        &id,
-        "approve",
-        json!({"user_id": "u-owner", "note": "ok for Monday"}),
-    )
-    .await;
-    assert_eq!(status, 200, "{approved}");
-    assert_eq!(approved["data"]["status"], "approved");
-    assert_eq!(approved["data"]["decided_by"], "u-owner");
-    // Decided once: a second decision is a conflict.
-    let (status, again) = decide(
-        &env,
-        &id,
-        "reject",
-        json!({"user_id": "u-admin", "reason": "late"}),
-    )
-    .await;
-    assert_eq!((status, code(&again)), (409, "conflict"), "{again}");
-
-    // Other arguments, another user, another agent's project: refused,
-    // nothing written.
-    let mark = env.recorder().mark();
-    let other_file = with_approval(&json!({"rel_path": "readme.md", "dry_run": false}), &id);
-    let (status, refused) = env.nc(ALPHA, "delete", other_file).await;
-    assert_eq!(
-        (status, code(&refused)),
-        (403, "approval_mismatch"),
-        "{refused}"
-    );
-    assert!(
-        refused["message"].as_str().unwrap().contains("rel_path"),
-        "{refused}"
-    );
-    let (status, refused) = call(
-        &env,
-        "u-admin",
-        ALPHA,
-        "agent-tools/nc/delete",
-        &approved_call,
-    )
-    .await;
-    assert_eq!(
-        (status, code(&refused)),
-        (403, "approval_mismatch"),
-        "{refused}"
-    );
-    // Another project's agent: as if the approval did not exist.
-    let (status, refused) = env.nc(BETA, "delete", approved_call.clone()).await;
-    assert_eq!((status, code(&refused)), (404, "not_found"), "{refused}");
-    let unknown_id = acdm_core::approval::ApprovalId::new_random().to_string();
-    let (_, unknown) = env
-        .nc(BETA, "delete", with_approval(&delete, &unknown_id))
-        .await;
-    assert_eq!(
-        refused["message"].as_str().unwrap().replace(&id, "ID"),
-        unknown["message"]
-            .as_str()
-            .unwrap()
-            .replace(&unknown_id, "ID"),
-        "another project's approval reads as an unknown one"
-    );
-    assert!(env.recorder().since(mark).iter().all(|r| !r.is_write()));
-
-    // The approved call runs, once, recorded with who approved it.
-    let (status, done) = env.nc(ALPHA, "delete", approved_call.clone()).await;
-    assert_eq!(status, 200, "{done}");
-    assert!(env.disk_read("Projects/Alpha/docs/plan.md").is_none());
-    let event = env.event(done["data"]["event_id"].as_str().unwrap()).await;
-    assert_eq!(
-        event["params"]["approval"]["approval_id"],
-        id.as_str(),
-        "{event}"
-    );
-    assert_eq!(
-        event["params"]["approval"]["approved_by"], "u-owner",
-        "{event}"
-    );
-    let (status, refused) = env.nc(ALPHA, "delete", approved_call).await;
-    assert_eq!(
-        (status, code(&refused)),
-        (409, "approval_used"),
-        "{refused}"
-    );
-    let (_, shown) = env
-        .admin("GET", &format!("/admin/approvals/{id}"), None)
-        .await;
-    assert_eq!(shown["data"]["status"], "used", "{shown}");
-    assert_eq!(shown["data"]["event_id"], done["data"]["event_id"]);
-    env.stop().await;
 }
 
 #[tokio::test]
 async fn a_target_changed_after_the_preview_voids_the_approval() {
-    let Some(env) = env().await else { return };
-    let write = json!({"rel_path": "docs/plan.md", "content": "the agent's plan\n"});
-    let (status, asked) = env.nc(ALPHA, "write", write.clone()).await;
-    assert_eq!(
-        (status, code(&asked)),
-        (403, "approval_required"),
-        "{asked}"
-    );
-    let preview = &asked["data"]["preview"];
-    assert_eq!(preview["exists"], true, "{asked}");
-    assert_eq!(preview["new_text"], "the agent's plan\n");
-    let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
-    let (status, _) = decide(&env, &id, "approve", json!({"user_id": "u-admin"})).await;
-    assert_eq!(status, 200);
+    for database in NcEnv::on_each_database(settings()).await {
+        let name = database.name;
+        let Some(env) = env_on(database).await else {
+            return;
+        };
+        eprintln!("on {name}");
+        let write = json!({"rel_path": "docs/plan.md", "content": "the agent's plan\n"});
+        let (status, asked) = env.nc(ALPHA, "write", write.clone()).await;
+        assert_eq!(
+            (status, code(&asked)),
+            (403, "approval_required"),
+            "{asked}"
+        );
+        let preview = &asked["data"]["preview"];
+        assert_eq!(preview["exists"], true, "{asked}");
+        assert_eq!(preview["new_text"], "the agent's plan\n");
+        let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
+        let (status, _) = decide(&env, &id, "approve", json!({"user_id": "u-admin"})).await;
+        assert_eq!(status, 200);
 
-    // Someone edits the file after the approver looked.
-    std::fs::write(env.disk("Projects/Alpha/docs/plan.md"), "a person's edit\n").unwrap();
-    let mark = env.recorder().mark();
-    let approved_call = with_approval(&write, &id);
-    let (status, refused) = env.nc(ALPHA, "write", approved_call.clone()).await;
-    assert_eq!((status, code(&refused)), (409, "conflict"), "{refused}");
-    assert!(
-        refused["message"]
-            .as_str()
-            .unwrap()
-            .contains("docs/plan.md"),
-        "{refused}"
-    );
-    assert!(
-        env.recorder().since(mark).iter().all(|r| !r.is_write()),
-        "nothing written"
-    );
-    assert_eq!(
-        env.disk_read("Projects/Alpha/docs/plan.md").unwrap(),
-        b"a person's edit\n"
-    );
-    // Void for good, even if the file went back as it was.
-    let (_, shown) = env
-        .admin("GET", &format!("/admin/approvals/{id}"), None)
-        .await;
-    assert_eq!(shown["data"]["status"], "voided", "{shown}");
-    let (status, refused) = env.nc(ALPHA, "write", approved_call).await;
-    assert_eq!((status, code(&refused)), (409, "conflict"), "{refused}");
-    env.stop().await;
+        // Someone edits the file after the approver looked.
+        std::fs::write(env.disk("Projects/Alpha/docs/plan.md"), "a person's edit\n").unwrap();
+        let mark = env.recorder().mark();
+        let approved_call = with_approval(&write, &id);
+        let (status, refused) = env.nc(ALPHA, "write", approved_call.clone()).await;
+        assert_eq!((status, code(&refused)), (409, "conflict"), "{refused}");
+        assert!(
+            refused["message"]
+                .as_str()
+                .unwrap()
+                .contains("docs/plan.md"),
+            "{refused}"
+        );
+        assert!(
+            env.recorder().since(mark).iter().all(|r| !r.is_write()),
+            "nothing written"
+        );
+        assert_eq!(
+            env.disk_read("Projects/Alpha/docs/plan.md").unwrap(),
+            b"a person's edit\n"
+        );
+        // Void for good, even if the file went back as it was.
+        let (_, shown) = env
+            .admin("GET", &format!("/admin/approvals/{id}"), None)
+            .await;
+        assert_eq!(shown["data"]["status"], "voided", "{shown}");
+        let (status, refused) = env.nc(ALPHA, "write", approved_call).await;
+        assert_eq!((status, code(&refused)), (409, "conflict"), "{refused}");
+        env.stop().await;
+    }
 }
 
 #[tokio::test]
 async fn a_rejection_says_why_and_roles_and_the_kill_switch_come_first() {
-    let Some(env) = env().await else { return };
-    let delete = json!({"rel_path": "readme.md", "dry_run": false});
-    // A viewer may not delete at all: refused by role, nothing asked.
-    let (status, refused) = call(&env, "u-viewer", ALPHA, "agent-tools/nc/delete", &delete).await;
-    assert_eq!(
-        (status, code(&refused)),
-        (403, "permission_denied"),
-        "{refused}"
-    );
-    // The kill switch answers before approval.
-    env.set_writes_enabled(false).await;
-    let (status, refused) = env.nc(ALPHA, "delete", delete.clone()).await;
-    assert_eq!(
-        (status, code(&refused)),
-        (403, "kill_switch_off"),
-        "{refused}"
-    );
-    env.set_writes_enabled(true).await;
-    let (_, pending) = env.admin("GET", "/admin/approvals", None).await;
-    assert_eq!(
-        pending["data"]["approvals"],
-        json!([]),
-        "nothing was asked: {pending}"
-    );
+    for database in NcEnv::on_each_database(settings()).await {
+        let name = database.name;
+        let Some(env) = env_on(database).await else {
+            return;
+        };
+        eprintln!("on {name}");
+        let delete = json!({"rel_path": "readme.md", "dry_run": false});
+        // A viewer may not delete at all: refused by role, nothing asked.
+        let (status, refused) =
+            call(&env, "u-viewer", ALPHA, "agent-tools/nc/delete", &delete).await;
+        assert_eq!(
+            (status, code(&refused)),
+            (403, "permission_denied"),
+            "{refused}"
+        );
+        // The kill switch answers before approval.
+        env.set_writes_enabled(false).await;
+        let (status, refused) = env.nc(ALPHA, "delete", delete.clone()).await;
+        assert_eq!(
+            (status, code(&refused)),
+            (403, "kill_switch_off"),
+            "{refused}"
+        );
+        env.set_writes_enabled(true).await;
+        let (_, pending) = env.admin("GET", "/admin/approvals", None).await;
+        assert_eq!(
+            pending["data"]["approvals"],
+            json!([]),
+            "nothing was asked: {pending}"
+        );
 
-    let (status, asked) = env.nc(ALPHA, "delete", delete.clone()).await;
-    assert_eq!(
-        (status, code(&asked)),
-        (403, "approval_required"),
-        "{asked}"
-    );
-    let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
-    // A rejection needs its reason.
-    let (status, refused) = decide(
-        &env,
-        &id,
-        "reject",
-        json!({"user_id": "u-admin", "reason": "  "}),
-    )
-    .await;
-    assert_eq!(
-        (status, code(&refused)),
-        (422, "validation_error"),
-        "{refused}"
-    );
-    let (status, _) = decide(
-        &env,
-        &id,
-        "reject",
-        json!({"user_id": "u-admin", "reason": "keep it until the audit"}),
-    )
-    .await;
-    assert_eq!(status, 200);
-    let (status, refused) = env.nc(ALPHA, "delete", with_approval(&delete, &id)).await;
-    assert_eq!(
-        (status, code(&refused)),
-        (403, "approval_rejected"),
-        "{refused}"
-    );
-    assert!(
-        refused["message"]
-            .as_str()
-            .unwrap()
-            .contains("keep it until the audit"),
-        "{refused}"
-    );
-    assert!(env.disk_read("Projects/Alpha/readme.md").is_some());
-    // A malformed id is a validation error, an unknown one not found.
-    let (status, refused) = env
-        .nc(ALPHA, "delete", with_approval(&delete, "nope"))
+        let (status, asked) = env.nc(ALPHA, "delete", delete.clone()).await;
+        assert_eq!(
+            (status, code(&asked)),
+            (403, "approval_required"),
+            "{asked}"
+        );
+        let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
+        // A rejection needs its reason.
+        let (status, refused) = decide(
+            &env,
+            &id,
+            "reject",
+            json!({"user_id": "u-admin", "reason": "  "}),
+        )
         .await;
-    assert_eq!(
-        (status, code(&refused)),
-        (422, "validation_error"),
-        "{refused}"
-    );
-    env.stop().await;
+        assert_eq!(
+            (status, code(&refused)),
+            (422, "validation_error"),
+            "{refused}"
+        );
+        let (status, _) = decide(
+            &env,
+            &id,
+            "reject",
+            json!({"user_id": "u-admin", "reason": "keep it until the audit"}),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let (status, refused) = env.nc(ALPHA, "delete", with_approval(&delete, &id)).await;
+        assert_eq!(
+            (status, code(&refused)),
+            (403, "approval_rejected"),
+            "{refused}"
+        );
+        assert!(
+            refused["message"]
+                .as_str()
+                .unwrap()
+                .contains("keep it until the audit"),
+            "{refused}"
+        );
+        assert!(env.disk_read("Projects/Alpha/readme.md").is_some());
+        // A malformed id is a validation error, an unknown one not found.
+        let (status, refused) = env
+            .nc(ALPHA, "delete", with_approval(&delete, "nope"))
+            .await;
+        assert_eq!(
+            (status, code(&refused)),
+            (422, "validation_error"),
+            "{refused}"
+        );
+        env.stop().await;
+    }
 }
 
 #[tokio::test]
 async fn a_project_has_its_own_policy_until_it_is_cleared() {
-    let Some(env) = env().await else { return };
-    let path = "/admin/projects/alpha/approval-policy";
-    let (status, shown) = env.admin("GET", path, None).await;
-    assert_eq!(status, 200, "{shown}");
-    assert_eq!(shown["data"]["source"], "global");
-    assert_eq!(
-        shown["data"]["ops"],
-        json!([
-            "nc.write",
-            "nc.delete",
-            "business.delete_meeting",
-            "project.milestone/advance"
-        ])
-    );
-    let (status, refused) = env
-        .admin("PUT", path, Some(json!({"ops": ["nc.delete", "nc.read"]})))
-        .await;
-    assert_eq!(
-        (status, code(&refused)),
-        (422, "validation_error"),
-        "{refused}"
-    );
-    let (status, set) = env
-        .admin("PUT", path, Some(json!({"ops": ["nc.move"]})))
-        .await;
-    assert_eq!(status, 200, "{set}");
-    assert_eq!(
-        set["data"],
-        json!({"ops": ["nc.move"], "source": "project"})
-    );
+    for database in NcEnv::on_each_database(settings()).await {
+        let name = database.name;
+        let Some(env) = env_on(database).await else {
+            return;
+        };
+        eprintln!("on {name}");
+        let path = "/admin/projects/alpha/approval-policy";
+        let (status, shown) = env.admin("GET", path, None).await;
+        assert_eq!(status, 200, "{shown}");
+        assert_eq!(shown["data"]["source"], "global");
+        assert_eq!(
+            shown["data"]["ops"],
+            json!([
+                "nc.write",
+                "nc.delete",
+                "business.delete_meeting",
+                "project.milestone/advance"
+            ])
+        );
+        let (status, refused) = env
+            .admin("PUT", path, Some(json!({"ops": ["nc.delete", "nc.read"]})))
+            .await;
+        assert_eq!(
+            (status, code(&refused)),
+            (422, "validation_error"),
+            "{refused}"
+        );
+        let (status, set) = env
+            .admin("PUT", path, Some(json!({"ops": ["nc.move"]})))
+            .await;
+        assert_eq!(status, 200, "{set}");
+        assert_eq!(
+            set["data"],
+            json!({"ops": ["nc.move"], "source": "project"})
+        );
 
-    // Now a delete runs at once, and a move asks.
-    let (status, deleted) = env
-        .nc(
-            ALPHA,
-            "delete",
-            json!({"rel_path": "docs/sub/deep.txt", "dry_run": false}),
-        )
-        .await;
-    assert_eq!(status, 200, "{deleted}");
-    let (status, asked) = env
-        .nc(
-            ALPHA,
-            "move",
-            json!({"from_rel_path": "readme.md", "to_rel_path": "docs/readme.md"}),
-        )
-        .await;
-    assert_eq!(
-        (status, code(&asked)),
-        (403, "approval_required"),
-        "{asked}"
-    );
-    assert_eq!(
-        asked["data"]["preview"]["targets"][1]["version"],
-        Value::Null,
-        "nothing at the target"
-    );
-    // Beta still follows the deployment's list.
-    let (status, asked) = env
-        .nc(
-            BETA,
-            "delete",
-            json!({"rel_path": "secret.md", "dry_run": false}),
-        )
-        .await;
-    assert_eq!(
-        (status, code(&asked)),
-        (403, "approval_required"),
-        "{asked}"
-    );
+        // Now a delete runs at once, and a move asks.
+        let (status, deleted) = env
+            .nc(
+                ALPHA,
+                "delete",
+                json!({"rel_path": "docs/sub/deep.txt", "dry_run": false}),
+            )
+            .await;
+        assert_eq!(status, 200, "{deleted}");
+        let (status, asked) = env
+            .nc(
+                ALPHA,
+                "move",
+                json!({"from_rel_path": "readme.md", "to_rel_path": "docs/readme.md"}),
+            )
+            .await;
+        assert_eq!(
+            (status, code(&asked)),
+            (403, "approval_required"),
+            "{asked}"
+        );
+        assert_eq!(
+            asked["data"]["preview"]["targets"][1]["version"],
+            Value::Null,
+            "nothing at the target"
+        );
+        // Beta still follows the deployment's list.
+        let (status, asked) = env
+            .nc(
+                BETA,
+                "delete",
+                json!({"rel_path": "secret.md", "dry_run": false}),
+            )
+            .await;
+        assert_eq!(
+            (status, code(&asked)),
+            (403, "approval_required"),
+            "{asked}"
+        );
 
-    let (status, cleared) = env.admin("DELETE", path, None).await;
-    assert_eq!(status, 200, "{cleared}");
-    assert_eq!(cleared["data"]["source"], "global");
-    env.stop().await;
+        let (status, cleared) = env.admin("DELETE", path, None).await;
+        assert_eq!(status, 200, "{cleared}");
+        assert_eq!(cleared["data"]["source"], "global");
+        env.stop().await;
+    }
 }
 
 #[tokio::test]
 async fn business_and_project_writes_preview_what_they_would_change() {
-    let Some(env) = env().await else { return };
-    // A meeting, made by the agent (creating needs no approval here).
-    let (status, created) = call(
-        &env,
-        USER,
-        ALPHA,
-        "agent-tools/business/create_meeting",
-        &json!({"title": "Kick-off", "starts_at": "2030-01-07T09:00:00Z", "ends_at": "2030-01-07T10:00:00Z"}),
-    )
-    .await;
-    assert_eq!(status, 200, "{created}");
-    let meeting = created["data"]["meeting"]["meeting_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let delete = json!({"meeting_id": meeting, "dry_run": false});
-    let (status, asked) = call(
-        &env,
-        "u-admin",
-        ALPHA,
-        "agent-tools/business/delete_meeting",
-        &delete,
-    )
-    .await;
-    assert_eq!(
-        (status, code(&asked)),
-        (403, "approval_required"),
-        "{asked}"
-    );
-    let preview = &asked["data"]["preview"];
-    assert_eq!(preview["meeting"]["title"], "Kick-off", "{asked}");
-    assert_eq!(preview["meeting"]["version"], 1, "{asked}");
-    assert_eq!(preview["files"], json!([]));
-    let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
-    let (status, _) = decide(&env, &id, "approve", json!({"user_id": "u-owner"})).await;
-    assert_eq!(status, 200);
-    let (status, deleted) = call(
-        &env,
-        "u-admin",
-        ALPHA,
-        "agent-tools/business/delete_meeting",
-        &with_approval(&delete, &id),
-    )
-    .await;
-    assert_eq!(status, 200, "{deleted}");
+    for database in NcEnv::on_each_database(settings()).await {
+        let name = database.name;
+        let Some(env) = env_on(database).await else {
+            return;
+        };
+        eprintln!("on {name}");
+        // A meeting, made by the agent (creating needs no approval here).
+        let (status, created) = call(
+            &env,
+            USER,
+            ALPHA,
+            "agent-tools/business/create_meeting",
+            &json!({"title": "Kick-off", "starts_at": "2030-01-07T09:00:00Z", "ends_at": "2030-01-07T10:00:00Z"}),
+        )
+        .await;
+        assert_eq!(status, 200, "{created}");
+        let meeting = created["data"]["meeting"]["meeting_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let delete = json!({"meeting_id": meeting, "dry_run": false});
+        let (status, asked) = call(
+            &env,
+            "u-admin",
+            ALPHA,
+            "agent-tools/business/delete_meeting",
+            &delete,
+        )
+        .await;
+        assert_eq!(
+            (status, code(&asked)),
+            (403, "approval_required"),
+            "{asked}"
+        );
+        let preview = &asked["data"]["preview"];
+        assert_eq!(preview["meeting"]["title"], "Kick-off", "{asked}");
+        assert_eq!(preview["meeting"]["version"], 1, "{asked}");
+        assert_eq!(preview["files"], json!([]));
+        let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
+        let (status, _) = decide(&env, &id, "approve", json!({"user_id": "u-owner"})).await;
+        assert_eq!(status, 200);
+        let (status, deleted) = call(
+            &env,
+            "u-admin",
+            ALPHA,
+            "agent-tools/business/delete_meeting",
+            &with_approval(&delete, &id),
+        )
+        .await;
+        assert_eq!(status, 200, "{deleted}");
 
-    // The milestone advance shows the current milestone and the project's
-    // status; an impossible advance is refused at once, nobody is asked.
-    for seq in 1..=2 {
-        let (status, body) = env
+        // The milestone advance shows the current milestone and the project's
+        // status; an impossible advance is refused at once, nobody is asked.
+        for seq in 1..=2 {
+            let (status, body) = env
+                .admin(
+                    "PUT",
+                    &format!("/admin/projects/alpha/milestones/{seq}"),
+                    Some(json!({
+                        "user_id": "op-1",
+                        "title": format!("Phase {seq}"),
+                        "due_date": "2030-02-01",
+                        "status": if seq == 1 { "current" } else { "planned" },
+                        "acceptance_criteria": [],
+                    })),
+                )
+                .await;
+            assert_eq!(status, 200, "{body}");
+        }
+        let (status, refused) = call(
+            &env,
+            "u-owner",
+            ALPHA,
+            "agent-tools/project/milestone/advance",
+            &json!({"if_current": 2}),
+        )
+        .await;
+        assert_eq!((status, code(&refused)), (409, "conflict"), "{refused}");
+        let advance = json!({"if_current": 1});
+        let (status, asked) = call(
+            &env,
+            "u-owner",
+            ALPHA,
+            "agent-tools/project/milestone/advance",
+            &advance,
+        )
+        .await;
+        assert_eq!(
+            (status, code(&asked)),
+            (403, "approval_required"),
+            "{asked}"
+        );
+        let preview = &asked["data"]["preview"];
+        assert_eq!(preview["current"]["seq"], 1, "{asked}");
+        assert_eq!(preview["next"]["seq"], 2, "{asked}");
+        assert!(preview["project_status"].is_string(), "{asked}");
+        let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
+        let (status, _) = decide(&env, &id, "approve", json!({"user_id": "u-admin"})).await;
+        assert_eq!(status, 200);
+        let (status, advanced) = call(
+            &env,
+            "u-owner",
+            ALPHA,
+            "agent-tools/project/milestone/advance",
+            &with_approval(&advance, &id),
+        )
+        .await;
+        assert_eq!(status, 200, "{advanced}");
+        env.stop().await;
+    }
+}
+
+/// Moves approval `id`'s expiry to its creation: expired, as if its
+/// lifetime had passed.
+async fn expire(env: &NcEnv, id: &str) {
+    let changed = env
+        .execute_sql(&format!(
+            "UPDATE approvals SET expires_at = created_at WHERE id = '{id}'"
+        ))
+        .await;
+    assert_eq!(changed, 1, "approval {id}");
+}
+
+#[tokio::test]
+async fn an_approval_past_its_lifetime_can_be_neither_decided_nor_used() {
+    for database in NcEnv::on_each_database(settings()).await {
+        let name = database.name;
+        let Some(env) = env_on(database).await else {
+            return;
+        };
+        eprintln!("on {name}");
+        let delete = json!({"rel_path": "docs/plan.md", "dry_run": false});
+
+        // Expired before anyone decided: too late to decide, and asking
+        // again makes a new request.
+        let (_, asked) = env.nc(ALPHA, "delete", delete.clone()).await;
+        assert_eq!(code(&asked), "approval_required", "{asked}");
+        let first = asked["data"]["approval_id"].as_str().unwrap().to_owned();
+        expire(&env, &first).await;
+        let (status, refused) =
+            decide(&env, &first, "approve", json!({"user_id": "u-owner"})).await;
+        assert_eq!((status, code(&refused)), (409, "conflict"), "{refused}");
+        assert!(
+            refused["message"].as_str().unwrap().contains("expired"),
+            "{refused}"
+        );
+        let (status, refused) = env
+            .nc(ALPHA, "delete", with_approval(&delete, &first))
+            .await;
+        assert_eq!(
+            (status, code(&refused)),
+            (410, "approval_expired"),
+            "{refused}"
+        );
+        let (_, shown) = env
+            .admin("GET", &format!("/admin/approvals/{first}"), None)
+            .await;
+        assert_eq!(shown["data"]["current_status"], "expired", "{shown}");
+        let (_, listed) = env
+            .admin("GET", "/admin/approvals?status=pending&project=alpha", None)
+            .await;
+        assert_eq!(listed["data"]["approvals"], json!([]), "{listed}");
+
+        // Approved, then expired unused: refused, and nothing written.
+        let (_, asked) = env.nc(ALPHA, "delete", delete.clone()).await;
+        let second = asked["data"]["approval_id"].as_str().unwrap().to_owned();
+        assert_ne!(second, first, "a new request");
+        let (status, _) = decide(&env, &second, "approve", json!({"user_id": "u-owner"})).await;
+        assert_eq!(status, 200);
+        expire(&env, &second).await;
+        let mark = env.recorder().mark();
+        let (status, refused) = env
+            .nc(ALPHA, "delete", with_approval(&delete, &second))
+            .await;
+        assert_eq!(
+            (status, code(&refused)),
+            (410, "approval_expired"),
+            "{refused}"
+        );
+        assert!(refused["suggested_action"].is_string(), "{refused}");
+        assert!(env.recorder().since(mark).iter().all(|r| !r.is_write()));
+        assert!(env.disk_read("Projects/Alpha/docs/plan.md").is_some());
+        env.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn meeting_changes_and_file_removals_ask_when_the_policy_names_them() {
+    for database in NcEnv::on_each_database(settings()).await {
+        let name = database.name;
+        let Some(env) = env_on(database).await else {
+            return;
+        };
+        eprintln!("on {name}");
+        let (status, _) = env
             .admin(
                 "PUT",
-                &format!("/admin/projects/alpha/milestones/{seq}"),
+                "/admin/projects/alpha/approval-policy",
+                Some(json!({"ops": [
+                    "business.update_meeting",
+                    "business.attach_meeting_file",
+                    "business.delete_meeting_file"
+                ]})),
+            )
+            .await;
+        assert_eq!(status, 200);
+        let agent = |path: &str| format!("agent-tools/business/{path}");
+        let (status, created) = call(
+            &env,
+            USER,
+            ALPHA,
+            &agent("create_meeting"),
+            &json!({"title": "Design review", "starts_at": "2030-01-07T09:00:00Z", "ends_at": "2030-01-07T10:00:00Z"}),
+        )
+        .await;
+        assert_eq!(status, 200, "{created}");
+        let meeting = created["data"]["meeting"]["meeting_id"].clone();
+
+        // Attaching asks; the preview names the meeting at its version.
+        let attach = json!({"meeting_id": meeting, "name": "minutes.md", "content": "# Minutes\n"});
+        let (status, asked) = call(&env, USER, ALPHA, &agent("attach_meeting_file"), &attach).await;
+        assert_eq!(
+            (status, code(&asked)),
+            (403, "approval_required"),
+            "{asked}"
+        );
+        let preview = &asked["data"]["preview"];
+        assert_eq!(preview["name"], "minutes.md", "{asked}");
+        assert_eq!(preview["targets"][0]["version"], 1, "{asked}");
+        let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
+        let (status, _) = decide(&env, &id, "approve", json!({"user_id": "u-owner"})).await;
+        assert_eq!(status, 200);
+        let (status, attached) = call(
+            &env,
+            USER,
+            ALPHA,
+            &agent("attach_meeting_file"),
+            &with_approval(&attach, &id),
+        )
+        .await;
+        assert_eq!(status, 200, "{attached}");
+        let file = attached["data"]["file"]["file_id"].clone();
+        let event = env
+            .event(attached["data"]["event_id"].as_str().unwrap())
+            .await;
+        assert_eq!(
+            event["params"]["approval"]["approval_id"],
+            id.as_str(),
+            "{event}"
+        );
+
+        // A change asks; the meeting changed after the preview (a person
+        // renamed it): conflict, nothing written, the approval void.
+        let (_, got) = call(
+            &env,
+            USER,
+            ALPHA,
+            &agent("get_meeting"),
+            &json!({"meeting_id": meeting}),
+        )
+        .await;
+        let version = got["data"]["meeting"]["version"].clone();
+        let update = json!({"meeting_id": meeting, "if_version": version, "location": "Room 4"});
+        let (status, asked) = call(&env, USER, ALPHA, &agent("update_meeting"), &update).await;
+        assert_eq!(
+            (status, code(&asked)),
+            (403, "approval_required"),
+            "{asked}"
+        );
+        assert_eq!(
+            asked["data"]["preview"]["changes"]["location"], "Room 4",
+            "{asked}"
+        );
+        let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
+        let (status, _) = decide(&env, &id, "approve", json!({"user_id": "u-admin"})).await;
+        assert_eq!(status, 200);
+        let (status, renamed) = env
+            .admin(
+                "PUT",
+                &format!(
+                    "/admin/projects/alpha/meetings/{}",
+                    meeting.as_str().unwrap()
+                ),
                 Some(json!({
-                    "user_id": "op-1",
-                    "title": format!("Phase {seq}"),
-                    "due_date": "2030-02-01",
-                    "status": if seq == 1 { "current" } else { "planned" },
-                    "acceptance_criteria": [],
+                    "user_id": "u-owner",
+                    "if_version": version,
+                    "title": "Design review (moved)",
+                    "starts_at": "2030-01-07T09:00:00Z",
+                    "ends_at": "2030-01-07T10:00:00Z",
                 })),
             )
             .await;
-        assert_eq!(status, 200, "{body}");
+        assert_eq!(status, 200, "{renamed}");
+        let (status, refused) = call(
+            &env,
+            USER,
+            ALPHA,
+            &agent("update_meeting"),
+            &with_approval(&update, &id),
+        )
+        .await;
+        assert_eq!((status, code(&refused)), (409, "conflict"), "{refused}");
+        let (_, got) = call(
+            &env,
+            USER,
+            ALPHA,
+            &agent("get_meeting"),
+            &json!({"meeting_id": meeting}),
+        )
+        .await;
+        assert_ne!(got["data"]["meeting"]["location"], "Room 4", "{got}");
+        let (_, shown) = env
+            .admin("GET", &format!("/admin/approvals/{id}"), None)
+            .await;
+        assert_eq!(shown["data"]["status"], "voided", "{shown}");
+
+        // Removing the file asks, shows the file with its etag, and runs once.
+        let remove = json!({"meeting_id": meeting, "file_id": file});
+        let (status, asked) = call(&env, USER, ALPHA, &agent("delete_meeting_file"), &remove).await;
+        assert_eq!(
+            (status, code(&asked)),
+            (403, "approval_required"),
+            "{asked}"
+        );
+        assert_eq!(
+            asked["data"]["preview"]["file"]["name"], "minutes.md",
+            "{asked}"
+        );
+        assert!(
+            asked["data"]["preview"]["targets"][0]["version"]["etag"].is_string(),
+            "{asked}"
+        );
+        let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
+        // Four eyes: the user who asked cannot approve it.
+        add_member(&env, "alpha", USER, "owner").await;
+        let (status, refused) = decide(&env, &id, "approve", json!({"user_id": USER})).await;
+        assert_eq!(
+            (status, code(&refused)),
+            (403, "permission_denied"),
+            "{refused}"
+        );
+        let (status, _) = decide(&env, &id, "approve", json!({"user_id": "u-owner"})).await;
+        assert_eq!(status, 200);
+        let (status, removed) = call(
+            &env,
+            USER,
+            ALPHA,
+            &agent("delete_meeting_file"),
+            &with_approval(&remove, &id),
+        )
+        .await;
+        assert_eq!(status, 200, "{removed}");
+        let (status, again) = call(
+            &env,
+            USER,
+            ALPHA,
+            &agent("delete_meeting_file"),
+            &with_approval(&remove, &id),
+        )
+        .await;
+        assert_eq!((status, code(&again)), (409, "approval_used"), "{again}");
+        env.stop().await;
     }
-    let (status, refused) = call(
-        &env,
-        "u-owner",
-        ALPHA,
-        "agent-tools/project/milestone/advance",
-        &json!({"if_current": 2}),
-    )
-    .await;
-    assert_eq!((status, code(&refused)), (409, "conflict"), "{refused}");
-    let advance = json!({"if_current": 1});
-    let (status, asked) = call(
-        &env,
-        "u-owner",
-        ALPHA,
-        "agent-tools/project/milestone/advance",
-        &advance,
-    )
-    .await;
-    assert_eq!(
-        (status, code(&asked)),
-        (403, "approval_required"),
-        "{asked}"
-    );
-    let preview = &asked["data"]["preview"];
-    assert_eq!(preview["current"]["seq"], 1, "{asked}");
-    assert_eq!(preview["next"]["seq"], 2, "{asked}");
-    assert!(preview["project_status"].is_string(), "{asked}");
-    let id = asked["data"]["approval_id"].as_str().unwrap().to_owned();
-    let (status, _) = decide(&env, &id, "approve", json!({"user_id": "u-admin"})).await;
-    assert_eq!(status, 200);
-    let (status, advanced) = call(
-        &env,
-        "u-owner",
-        ALPHA,
-        "agent-tools/project/milestone/advance",
-        &with_approval(&advance, &id),
-    )
-    .await;
-    assert_eq!(status, 200, "{advanced}");
-    env.stop().await;
 }
 
 /// A receiver of notifications on loopback: records each POST and answers

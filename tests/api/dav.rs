@@ -440,6 +440,22 @@ pub(crate) const SEED: &[(&str, &[u8])] = &[
 // The service in front of it
 
 /// wsgidav + proxy + the service, provisioned.
+/// One database a test runs on ([`NcEnv::on_each_database`]).
+pub(crate) struct DatabaseChoice {
+    /// `sqlite` or `postgres`, for failure messages.
+    pub(crate) name: &'static str,
+    schema: Option<crate::helpers::PgSchema>,
+    extra_env: Vec<(&'static str, String)>,
+}
+
+impl DatabaseChoice {
+    /// The environment on this database (`None` without wsgidav, as
+    /// [`NcEnv::start`]).
+    pub(crate) async fn start(self) -> Option<NcEnv> {
+        NcEnv::start_on(self.schema, self.extra_env).await
+    }
+}
+
 pub(crate) struct NcEnv {
     pub(crate) app: TestApp,
     pub(crate) proxy: DavProxy,
@@ -448,6 +464,9 @@ pub(crate) struct NcEnv {
     base: String,
     /// The engine's client: the agent calls of these tests go through it.
     pub(crate) harness: acdm_harness_client::HarnessClient,
+    /// The PostgreSQL schema the service runs on, if not the embedded
+    /// SQLite database.
+    schema: Option<crate::helpers::PgSchema>,
 }
 
 #[expect(
@@ -474,7 +493,42 @@ impl NcEnv {
 
     /// Starts everything, with extra settings for the service.
     pub(crate) async fn start_with(extra_env: Vec<(&'static str, String)>) -> Option<Self> {
-        let dav = Wsgidav::start().await?;
+        Self::start_on(None, extra_env).await
+    }
+
+    /// Both databases: [`NcEnv::start_with`] on the embedded SQLite
+    /// database, then on a PostgreSQL schema of its own when
+    /// `ACDM_TEST_DATABASE_URL` names a server (one at a time: each is
+    /// stopped before the next starts).
+    pub(crate) async fn on_each_database(
+        extra_env: Vec<(&'static str, String)>,
+    ) -> Vec<DatabaseChoice> {
+        let mut choices = vec![DatabaseChoice {
+            name: "sqlite",
+            schema: None,
+            extra_env: extra_env.clone(),
+        }];
+        if let Some(schema) = crate::helpers::PgSchema::create().await {
+            choices.push(DatabaseChoice {
+                name: "postgres",
+                schema: Some(schema),
+                extra_env,
+            });
+        }
+        choices
+    }
+
+    /// Starts everything on `schema` (PostgreSQL), or SQLite without one.
+    async fn start_on(
+        schema: Option<crate::helpers::PgSchema>,
+        extra_env: Vec<(&'static str, String)>,
+    ) -> Option<Self> {
+        let Some(dav) = Wsgidav::start().await else {
+            if let Some(schema) = schema {
+                schema.drop_now().await;
+            }
+            return None;
+        };
         for (path, content) in SEED {
             let file = dav.root.join(path);
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
@@ -489,6 +543,9 @@ impl NcEnv {
             ("ACDM_UPSTREAM_TIMEOUT_SECONDS", "30".to_owned()),
         ];
         env.extend(extra_env);
+        if let Some(schema) = &schema {
+            env.push(("DATABASE_URL", schema.url.clone()));
+        }
         let app = spawn_app(Options {
             extra_env: env,
             ..Options::default()
@@ -510,6 +567,7 @@ impl NcEnv {
             )
             .unwrap(),
             base,
+            schema,
         };
         for (slug, name) in [("alpha", "Alpha"), ("beta", "Beta")] {
             let (status, body) = this
@@ -547,11 +605,40 @@ impl NcEnv {
     /// Stops the service (wsgidav and the proxy stop when dropped).
     pub(crate) async fn stop(self) {
         let Self {
-            app, proxy, dav, ..
+            app,
+            proxy,
+            dav,
+            schema,
+            ..
         } = self;
         app.stop().await;
         drop(proxy);
         drop(dav);
+        if let Some(schema) = schema {
+            schema.drop_now().await;
+        }
+    }
+
+    /// Runs `sql` on the service's database: for what a test cannot do
+    /// through the API (moving a stored expiry into the past instead of
+    /// waiting for it).
+    pub(crate) async fn execute_sql(&self, sql: &str) -> u64 {
+        use sqlx::{Connection, Executor};
+        let sql = sqlx::AssertSqlSafe(sql.to_owned());
+        match &self.schema {
+            Some(schema) => {
+                let mut db = sqlx::PgConnection::connect(&schema.url).await.unwrap();
+                db.execute(sql).await.unwrap().rows_affected()
+            }
+            None => {
+                let file = self.app.data_dir.join("acdm.sqlite3");
+                let mut db =
+                    sqlx::SqliteConnection::connect(&format!("sqlite://{}", file.display()))
+                        .await
+                        .unwrap();
+                db.execute(sql).await.unwrap().rows_affected()
+            }
+        }
     }
 
     pub(crate) fn recorder(&self) -> &Recorder {

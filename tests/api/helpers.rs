@@ -313,3 +313,54 @@ pub(crate) async fn call_router(
         .unwrap();
     (status, headers, String::from_utf8_lossy(&body).into_owned())
 }
+
+/// A PostgreSQL schema of its own for one test's servers, on the server
+/// `ACDM_TEST_DATABASE_URL` names (CI sets it); dropped by
+/// [`PgSchema::drop_now`] once they stopped.
+pub(crate) struct PgSchema {
+    admin_url: String,
+    schema: String,
+    /// The database URL servers use (its search path is the schema).
+    pub(crate) url: String,
+}
+
+impl PgSchema {
+    /// A new schema, or `None` when no PostgreSQL is configured.
+    pub(crate) async fn create() -> Option<Self> {
+        use sqlx::{Connection, Executor};
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "a test: CI names its PostgreSQL in the environment"
+        )]
+        let admin_url = std::env::var("ACDM_TEST_DATABASE_URL").ok()?;
+        if admin_url.trim().is_empty() {
+            return None;
+        }
+        let schema = format!("acdm_api_{}", uuid::Uuid::new_v4().simple());
+        let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+        admin
+            .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+            .await
+            .unwrap();
+        let separator = if admin_url.contains('?') { '&' } else { '?' };
+        let url = format!("{admin_url}{separator}options=-c%20search_path%3D{schema}");
+        Some(Self {
+            admin_url,
+            schema,
+            url,
+        })
+    }
+
+    /// Drops the schema and everything in it.
+    pub(crate) async fn drop_now(self) {
+        use sqlx::{Connection, Executor};
+        let mut admin = sqlx::PgConnection::connect(&self.admin_url).await.unwrap();
+        admin
+            .execute(sqlx::AssertSqlSafe(format!(
+                "DROP SCHEMA IF EXISTS {} CASCADE",
+                self.schema
+            )))
+            .await
+            .unwrap();
+    }
+}

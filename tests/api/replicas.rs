@@ -482,8 +482,12 @@ async fn readiness_fails_naming_the_lock_while_another_process_holds_the_databas
 /// PostgreSQL (a schema of its own) when `ACDM_TEST_DATABASE_URL` is set.
 /// On PostgreSQL the servers poll only every minute, so what reaches the
 /// other server within seconds was announced.
-async fn two_servers_on_one_database() -> Vec<(&'static str, TestApp, TestApp, Option<DropSchema>)>
-{
+async fn two_servers_on_one_database() -> Vec<(
+    &'static str,
+    TestApp,
+    TestApp,
+    Option<crate::helpers::PgSchema>,
+)> {
     let mut pairs = Vec::new();
     let a = spawn_app(Options::default()).await;
     let b = spawn_app(Options {
@@ -492,25 +496,10 @@ async fn two_servers_on_one_database() -> Vec<(&'static str, TestApp, TestApp, O
     })
     .await;
     pairs.push(("sqlite", a, b, None));
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "a test: CI names its PostgreSQL in the environment"
-    )]
-    if let Ok(admin_url) = std::env::var("ACDM_TEST_DATABASE_URL")
-        && !admin_url.trim().is_empty()
-    {
-        use sqlx::{Connection, Executor};
-        let schema = format!("acdm_api_{}", uuid::Uuid::new_v4().simple());
-        let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
-        admin
-            .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-            .await
-            .unwrap();
-        let separator = if admin_url.contains('?') { '&' } else { '?' };
-        let url = format!("{admin_url}{separator}options=-c%20search_path%3D{schema}");
+    if let Some(schema) = crate::helpers::PgSchema::create().await {
         let env = || {
             vec![
-                ("DATABASE_URL", url.clone()),
+                ("DATABASE_URL", schema.url.clone()),
                 ("ACDM_SCOPE_POLL_MILLIS", "60000".to_owned()),
             ]
         };
@@ -524,29 +513,9 @@ async fn two_servers_on_one_database() -> Vec<(&'static str, TestApp, TestApp, O
             ..Options::default()
         })
         .await;
-        pairs.push(("postgres", a, b, Some(DropSchema { admin_url, schema })));
+        pairs.push(("postgres", a, b, Some(schema)));
     }
     pairs
-}
-
-/// A PostgreSQL schema to drop once its servers stopped.
-struct DropSchema {
-    admin_url: String,
-    schema: String,
-}
-
-impl DropSchema {
-    async fn drop_now(self) {
-        use sqlx::{Connection, Executor};
-        let mut admin = sqlx::PgConnection::connect(&self.admin_url).await.unwrap();
-        admin
-            .execute(sqlx::AssertSqlSafe(format!(
-                "DROP SCHEMA IF EXISTS {} CASCADE",
-                self.schema
-            )))
-            .await
-            .unwrap();
-    }
 }
 
 /// Sends an nc write as `project-alpha` until it answers `code` (10 s at
