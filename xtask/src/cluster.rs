@@ -16,7 +16,7 @@
 //!
 //! The replicas run the test suite's build ([`Build::Dev`]) unless
 //! `--release` asks for the release binary, the one that ships (CI runs
-//! the suite so: its fat-LTO build is then built and run somewhere). The
+//! the suite so, with thin LTO: the shipping code built and run). The
 //! harness is always the test suite's build: it only drives and checks.
 //!
 //! Arguments after `--` go to the harness (`--set KEY=VALUE` gives every
