@@ -33,6 +33,7 @@ pub mod http;
 pub mod local;
 pub mod model;
 pub mod nextcloud;
+pub mod oidc;
 pub mod render;
 mod unconfigured;
 pub mod webhook;

@@ -15,6 +15,7 @@
 )]
 
 pub mod gitlab;
+pub mod issuer;
 pub mod logs;
 pub mod loopback;
 pub mod proxy;

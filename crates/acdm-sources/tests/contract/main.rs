@@ -16,6 +16,7 @@ mod faults;
 mod files;
 mod harness;
 mod ocs_double;
+mod oidc;
 mod recording;
 mod search;
 mod sync;

@@ -1,0 +1,475 @@
+//! People's access tokens: JWTs an OpenID Connect issuer signed, checked
+//! against that issuer's published keys (its JWKS), as an OAuth 2.1
+//! resource server checks them.
+//!
+//! - **Keys.** The JWKS is found by discovery (`<issuer>/.well-known/
+//!   openid-configuration`, whose `issuer` must be the configured one) or
+//!   named directly, fetched through the same [`HttpClient`] as every
+//!   upstream call, and cached by `kid`. A token naming a `kid` the cache
+//!   does not hold triggers one refetch, at most one per
+//!   [`OidcSettings::refetch_after`] however many tokens ask (so a rotated
+//!   key is accepted within that bound without a restart, and a flood of
+//!   made-up `kid`s costs the issuer one request per bound). Keys are also
+//!   refetched once older than [`OidcSettings::max_key_age`], so a key the
+//!   issuer withdrew stops verifying. Symmetric (`oct`) keys and keys
+//!   marked for encryption are never used.
+//! - **Algorithms.** Only asymmetric ones (RSA PKCS#1 and PSS, ECDSA P-256
+//!   and P-384, EdDSA); a token's `alg` must be one of them and match its
+//!   key's family and the key's own `alg` when it states one. `none` does
+//!   not parse, and an `HS256` token (which would use a public key as an
+//!   HMAC secret) is refused before any key is looked at.
+//! - **Claims.** `iss` is the configured issuer; `aud` is required (a
+//!   token without it is refused: RFC 8707's audience binding) and must
+//!   hold the configured audience; `exp` is required and `nbf` checked,
+//!   both with [`OidcSettings::leeway`] for clock skew. The user is the
+//!   string claim [`OidcSettings::user_claim`] names (`sub` by default).
+//!
+//! The token itself is never logged nor put in an error.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use acdm_core::scope::{Clock, SystemClock};
+use http::{HeaderMap, HeaderValue, Method, header::ACCEPT};
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, KeyOperations, PublicKeyUse};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use url::Url;
+
+use crate::error::SourceError;
+use crate::http::{HttpClient, Idempotency, UpstreamRequest, read_capped};
+
+/// How the errors and logs name the issuer.
+const SOURCE: &str = "identity provider";
+
+/// The largest discovery document or JWKS read.
+const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+
+/// The algorithms a token may be signed with: asymmetric only.
+const ACCEPTED: &[Algorithm] = &[
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// Which issuer to trust, and how.
+#[derive(Debug, Clone)]
+pub struct OidcSettings {
+    /// The issuer, exactly as its tokens' `iss` says it (a trailing slash
+    /// is tolerated either way).
+    pub issuer: Url,
+    /// The audience tokens must name in `aud`: this server's resource URI.
+    pub audience: String,
+    /// The JWKS to use instead of the one discovery names.
+    pub jwks_url: Option<Url>,
+    /// The claim holding the user's id.
+    pub user_claim: String,
+    /// Clock skew allowed on `exp` and `nbf`.
+    pub leeway: Duration,
+    /// The least time between two fetches of the JWKS caused by an
+    /// unknown `kid`.
+    pub refetch_after: Duration,
+    /// Keys older than this are fetched again before they are used.
+    pub max_key_age: Duration,
+}
+
+impl OidcSettings {
+    /// Settings for `issuer` and `audience` with the defaults: `sub`, 60 s
+    /// of skew, a refetch at most every 30 s, keys kept 10 minutes.
+    pub fn new(issuer: Url, audience: String) -> Self {
+        Self {
+            issuer,
+            audience,
+            jwks_url: None,
+            user_claim: "sub".to_owned(),
+            leeway: Duration::from_secs(60),
+            refetch_after: Duration::from_secs(30),
+            max_key_age: Duration::from_secs(600),
+        }
+    }
+}
+
+/// A verified token: who it is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// The user claim's value.
+    pub user: String,
+    /// When the token expires (seconds since the epoch).
+    pub expires_at: u64,
+}
+
+/// Why a token was refused. The message is for the caller's
+/// `error_description`: it names what was wrong, never the token.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// Not a JWS compact token with a readable header.
+    #[error("the access token is not a signed JWT")]
+    Malformed,
+    /// Signed with an algorithm this server does not accept.
+    #[error("the access token's algorithm is not accepted (only RS*, PS*, ES256, ES384, EdDSA)")]
+    Algorithm,
+    /// No key of the issuer matches the token's `kid`.
+    #[error("the access token was signed with a key the issuer does not publish")]
+    UnknownKey,
+    /// The signature or a claim is wrong.
+    #[error("the access token is invalid: {0}")]
+    Invalid(String),
+    /// The issuer's keys cannot be fetched now.
+    #[error("the identity provider's keys cannot be fetched: {0}")]
+    Unavailable(SourceError),
+}
+
+impl TokenError {
+    /// True when the token may be fine and the issuer is the problem (the
+    /// caller should answer 503, not 401).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Self::Unavailable(_))
+    }
+}
+
+/// Checks people's access tokens. Cheap to clone.
+#[derive(Clone)]
+pub struct TokenVerifier {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: OidcSettings,
+    client: HttpClient,
+    clock: Arc<dyn Clock>,
+    keys: std::sync::RwLock<Keys>,
+    /// One fetch at a time.
+    fetching: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct Keys {
+    by_kid: HashMap<String, (DecodingKey, Option<Algorithm>)>,
+    /// Keys without a `kid`, usable by a token without one.
+    unnamed: Vec<(DecodingKey, Option<Algorithm>)>,
+    fetched_at: Option<Instant>,
+    attempted_at: Option<Instant>,
+    jwks_url: Option<Url>,
+}
+
+impl std::fmt::Debug for TokenVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenVerifier")
+            .field("issuer", &self.inner.settings.issuer.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokenVerifier {
+    /// A verifier fetching keys through `client`.
+    pub fn new(settings: OidcSettings, client: HttpClient) -> Self {
+        Self::with_clock(settings, client, Arc::new(SystemClock))
+    }
+
+    /// [`TokenVerifier::new`] on `clock` (the refetch bounds; tests).
+    pub fn with_clock(settings: OidcSettings, client: HttpClient, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                settings,
+                client,
+                clock,
+                keys: std::sync::RwLock::default(),
+                fetching: tokio::sync::Mutex::new(()),
+            }),
+        }
+    }
+
+    /// The issuer.
+    pub fn issuer(&self) -> &Url {
+        &self.inner.settings.issuer
+    }
+
+    /// Checks `token`; the user it is for.
+    pub async fn verify(&self, token: &str) -> Result<Verified, TokenError> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::Malformed)?;
+        if !ACCEPTED.contains(&header.alg) {
+            return Err(TokenError::Algorithm);
+        }
+        let key = self.key_for(header.kid.as_deref(), header.alg).await?;
+        let settings = &self.inner.settings;
+        let mut validation = Validation::new(header.alg);
+        let issuer = settings.issuer.as_str();
+        validation.set_issuer(&[issuer, issuer.trim_end_matches('/')]);
+        validation.set_audience(&[settings.audience.as_str()]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.leeway = settings.leeway.as_secs();
+        validation.validate_nbf = true;
+        let data =
+            jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(token, &key, &validation)
+                .map_err(|e| TokenError::Invalid(describe(&e)))?;
+        let user = data
+            .claims
+            .get(&settings.user_claim)
+            .and_then(serde_json::Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| {
+                TokenError::Invalid(format!(
+                    "it has no `{}` claim naming the user",
+                    settings.user_claim
+                ))
+            })?;
+        let expires_at = data
+            .claims
+            .get("exp")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or_default();
+        Ok(Verified {
+            user: user.to_owned(),
+            expires_at,
+        })
+    }
+
+    /// The key for a token's `kid` and `alg`, fetching the JWKS when the
+    /// cache has none (within the refetch bound) or is too old.
+    async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, TokenError> {
+        let now = self.inner.clock.now();
+        let (found, stale, may_refetch) = {
+            let keys = self.read_keys();
+            let stale = keys
+                .fetched_at
+                .is_none_or(|at| now.duration_since(at) >= self.inner.settings.max_key_age);
+            let may_refetch = keys
+                .attempted_at
+                .is_none_or(|at| now.duration_since(at) >= self.inner.settings.refetch_after);
+            (keys.find(kid, alg), stale, may_refetch)
+        };
+        match found {
+            Some(key) if !stale => return key,
+            Some(key) if !may_refetch => return key,
+            None if !may_refetch => return Err(TokenError::UnknownKey),
+            _ => {}
+        }
+        let _one = self.inner.fetching.lock().await;
+        // Another call may have fetched while this one waited.
+        let fresh = self.read_keys().attempted_at.is_some_and(|at| at >= now)
+            && self.inner.settings.refetch_after > Duration::ZERO;
+        if !fresh {
+            let attempt = self.inner.clock.now();
+            self.write_keys().attempted_at = Some(attempt);
+            match self.fetch().await {
+                Ok((url, by_kid, unnamed)) => {
+                    let mut keys = self.write_keys();
+                    keys.by_kid = by_kid;
+                    keys.unnamed = unnamed;
+                    keys.fetched_at = Some(attempt);
+                    keys.jwks_url = Some(url);
+                    tracing::info!(keys = keys.by_kid.len() + keys.unnamed.len(), "identity provider keys fetched");
+                }
+                Err(error) => {
+                    tracing::warn!(error = %error, "cannot fetch the identity provider's keys");
+                    // Keys already held keep working until they are found
+                    // withdrawn.
+                    if let Some(key) = self.read_keys().find(kid, alg) {
+                        return key;
+                    }
+                    return Err(TokenError::Unavailable(error));
+                }
+            }
+        }
+        self.read_keys().find(kid, alg).unwrap_or(Err(TokenError::UnknownKey))
+    }
+
+    fn read_keys(&self) -> std::sync::RwLockReadGuard<'_, Keys> {
+        self.inner.keys.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_keys(&self) -> std::sync::RwLockWriteGuard<'_, Keys> {
+        self.inner.keys.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The JWKS's URL (discovered once) and its usable keys.
+    async fn fetch(&self) -> Result<(Url, KeyMap, Vec<(DecodingKey, Option<Algorithm>)>), SourceError> {
+        let known = self.read_keys().jwks_url.clone();
+        let url = match self.inner.settings.jwks_url.clone().or(known) {
+            Some(url) => url,
+            None => self.discover().await?,
+        };
+        let set: JwkSetDocument = self.get_json(&url).await?;
+        let mut by_kid = HashMap::new();
+        let mut unnamed = Vec::new();
+        for raw in set.keys {
+            let Ok(jwk) = serde_json::from_value::<Jwk>(raw) else {
+                continue;
+            };
+            if !usable_for_signatures(&jwk) {
+                continue;
+            }
+            let Ok(key) = DecodingKey::from_jwk(&jwk) else {
+                continue;
+            };
+            let alg = jwk
+                .common
+                .key_algorithm
+                .and_then(|a| a.to_string().parse::<Algorithm>().ok());
+            match jwk.common.key_id {
+                Some(kid) => {
+                    by_kid.insert(kid, (key, alg));
+                }
+                None => unnamed.push((key, alg)),
+            }
+        }
+        Ok((url, by_kid, unnamed))
+    }
+
+    /// The `jwks_uri` of the issuer's discovery document, whose `issuer`
+    /// must be the configured one.
+    async fn discover(&self) -> Result<Url, SourceError> {
+        let issuer = self.inner.settings.issuer.as_str();
+        let url = Url::parse(&format!(
+            "{}/.well-known/openid-configuration",
+            issuer.trim_end_matches('/')
+        ))
+        .map_err(|_| SourceError::NotConfigured("the issuer URL cannot be extended".into()))?;
+        let document: Discovery = self.get_json(&url).await?;
+        if document.issuer.trim_end_matches('/') != issuer.trim_end_matches('/') {
+            return Err(SourceError::invalid(
+                SOURCE,
+                "its discovery document names another issuer",
+            ));
+        }
+        let jwks = Url::parse(&document.jwks_uri)
+            .map_err(|_| SourceError::invalid(SOURCE, "its jwks_uri is not a URL"))?;
+        if !secure_or_loopback(&jwks) {
+            return Err(SourceError::invalid(
+                SOURCE,
+                "its jwks_uri is neither HTTPS nor on a loopback address",
+            ));
+        }
+        Ok(jwks)
+    }
+
+    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &Url) -> Result<T, SourceError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let request = UpstreamRequest::new(Method::GET, url.clone()).headers(&headers);
+        let answer = self
+            .inner
+            .client
+            .send(SOURCE, Idempotency::Read, &request)
+            .await?;
+        let status = answer.status();
+        if !status.is_success() {
+            return Err(SourceError::upstream(
+                SOURCE,
+                Some(status.as_u16()),
+                format!("it answered {status}"),
+            ));
+        }
+        let body = read_capped(SOURCE, answer, MAX_DOCUMENT_BYTES).await?;
+        serde_json::from_slice(&body)
+            .map_err(|_| SourceError::invalid(SOURCE, "its answer is not the JSON expected"))
+    }
+}
+
+type KeyMap = HashMap<String, (DecodingKey, Option<Algorithm>)>;
+
+impl Keys {
+    /// The key for `kid` (or the only unnamed one for a token without a
+    /// `kid`), usable with `alg`.
+    fn find(&self, kid: Option<&str>, alg: Algorithm) -> Option<Result<DecodingKey, TokenError>> {
+        let (key, stated) = match kid {
+            Some(kid) => self.by_kid.get(kid)?,
+            None => match self.unnamed.as_slice() {
+                [only] => only,
+                _ => match (self.unnamed.is_empty(), self.by_kid.len()) {
+                    (true, 1) => self.by_kid.values().next()?,
+                    _ => return None,
+                },
+            },
+        };
+        if stated.is_some_and(|stated| stated != alg) || !key.family().algorithms().contains(&alg) {
+            return Some(Err(TokenError::Algorithm));
+        }
+        Some(Ok(key.clone()))
+    }
+}
+
+/// A key the issuer publishes for verifying signatures: not symmetric,
+/// not for encryption, not restricted to other operations.
+fn usable_for_signatures(jwk: &Jwk) -> bool {
+    let asymmetric = matches!(
+        jwk.algorithm,
+        AlgorithmParameters::RSA(_)
+            | AlgorithmParameters::EllipticCurve(_)
+            | AlgorithmParameters::OctetKeyPair(_)
+    );
+    let for_signing = !matches!(jwk.common.public_key_use, Some(ref u) if *u != PublicKeyUse::Signature);
+    let may_verify = jwk
+        .common
+        .key_operations
+        .as_ref()
+        .is_none_or(|ops| ops.contains(&KeyOperations::Verify));
+    asymmetric && for_signing && may_verify
+}
+
+/// HTTPS, or plain HTTP to a loopback address (a local identity provider).
+pub fn secure_or_loopback(url: &Url) -> bool {
+    match url.scheme() {
+        "https" => true,
+        "http" => match url.host() {
+            Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
+/// What a verification error says, in words a person configuring a client
+/// can act on.
+fn describe(error: &jsonwebtoken::errors::Error) -> String {
+    use jsonwebtoken::errors::ErrorKind;
+    match error.kind() {
+        ErrorKind::InvalidSignature => "its signature does not verify".to_owned(),
+        ErrorKind::ExpiredSignature => "it has expired".to_owned(),
+        ErrorKind::ImmatureSignature => "it is not valid yet (nbf)".to_owned(),
+        ErrorKind::InvalidAudience => "it is not for this server (aud)".to_owned(),
+        ErrorKind::InvalidIssuer => "it is from another issuer (iss)".to_owned(),
+        ErrorKind::MissingRequiredClaim(claim) => format!("it has no `{claim}` claim"),
+        ErrorKind::InvalidAlgorithm => "its algorithm does not match its key".to_owned(),
+        _ => "it cannot be read".to_owned(),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Discovery {
+    issuer: String,
+    jwks_uri: String,
+}
+
+#[derive(serde::Deserialize)]
+struct JwkSetDocument {
+    keys: Vec<serde_json::Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_https_or_loopback_http_is_accepted() {
+        for (url, ok) in [
+            ("https://idp.example.com/", true),
+            ("http://127.0.0.1:8080/realms/a", true),
+            ("http://[::1]:9000/", true),
+            ("http://localhost:9000/", true),
+            ("http://idp.example.com/", false),
+            ("http://10.0.0.1/", false),
+            ("ftp://idp.example.com/", false),
+        ] {
+            assert_eq!(secure_or_loopback(&Url::parse(url).unwrap()), ok, "{url}");
+        }
+    }
+}
