@@ -25,6 +25,14 @@ pub mod headers {
     pub const IDENTITY: [&str; 3] = [USER_ID, AGENT_NAME, THREAD_ID];
 }
 
+/// Put in a request's extensions by the service gate when the request
+/// carried the service token: its caller is the agent engine (or another
+/// holder of the deployment's token), trusted to name the project. A
+/// request to `/mcp` without it was let through for a person's access
+/// token, which the MCP server checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServiceAuthenticated;
+
 /// The caller of a BFF request: the *via_agent actor* every write is
 /// attributed to.
 #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

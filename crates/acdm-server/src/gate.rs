@@ -30,8 +30,12 @@ use axum::response::Response;
 /// `X-ACDM-Service-Auth`, as `http` spells header names (lowercase).
 pub const SERVICE_AUTH: HeaderName = HeaderName::from_static("x-acdm-service-auth");
 
-/// Paths that answer without the service token, matched exactly.
+/// Paths that answer without the service token, matched exactly. The
+/// protected-resource metadata (RFC 9728) is public by design: it tells a
+/// person's client where to get a token.
 pub const OPEN_PATHS: &[&str] = &[
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp",
     "/healthz",
     "/readyz",
     "/mcp/health",
@@ -53,6 +57,10 @@ pub enum PathClass {
     /// The operator console: its own session (a signed cookie, CSRF
     /// tokens, same-origin form posts); browsers are its clients.
     Console,
+    /// The MCP endpoint (`/mcp`, `/mcp/`): the service token, or — when
+    /// people's tokens are accepted — a request the MCP server
+    /// authenticates itself; no browsers.
+    Mcp,
     /// Everything else: the service token, no browsers.
     Gated,
 }
@@ -65,15 +73,19 @@ pub fn classify(path: &str) -> PathClass {
         PathClass::Operator
     } else if path == "/console" || path.starts_with("/console/") {
         PathClass::Console
+    } else if path == "/mcp" || path == "/mcp/" {
+        PathClass::Mcp
     } else {
         PathClass::Gated
     }
 }
 
-/// The gate's state: the configured token, if any.
+/// The gate's state: the configured token, if any, and whether `/mcp`
+/// also takes people's access tokens.
 #[derive(Debug, Clone)]
 pub struct ServiceGate {
     expected: Option<SharedToken>,
+    people: bool,
 }
 
 impl ServiceGate {
@@ -83,7 +95,16 @@ impl ServiceGate {
     pub fn new(token: Option<&str>) -> Self {
         Self {
             expected: token.and_then(SharedToken::of),
+            people: false,
         }
+    }
+
+    /// The same gate, letting requests to `/mcp` without the service
+    /// token through to the MCP server, which requires a person's access
+    /// token of them. A request that carries a wrong service token is
+    /// still refused here.
+    pub fn with_people(self, people: bool) -> Self {
+        Self { people, ..self }
     }
 
     /// True when the request carries exactly one `X-ACDM-Service-Auth`
@@ -122,17 +143,47 @@ fn browser_refusal() -> Response {
     response
 }
 
+/// What the gate decided.
+#[derive(Debug)]
+pub enum Decision {
+    /// Let through as it is (an open path, the operator API, the console,
+    /// or `/mcp` for the MCP server to authenticate).
+    Pass,
+    /// Let through as the service's: the caller presented the token.
+    Service,
+    /// Answer this instead.
+    Refuse(Response),
+}
+
+/// The gate's decision on a request.
+pub fn decide(gate: &ServiceGate, req: &Request) -> Decision {
+    let has_origin = req.headers().contains_key(header::ORIGIN);
+    match classify(req.uri().path()) {
+        PathClass::Open => Decision::Pass,
+        PathClass::Operator if has_origin => Decision::Refuse(browser_refusal()),
+        PathClass::Operator | PathClass::Console => Decision::Pass,
+        PathClass::Mcp if gate.admits(req.headers()) && !has_origin => Decision::Service,
+        PathClass::Mcp if gate.people && !req.headers().contains_key(SERVICE_AUTH) => {
+            if has_origin {
+                Decision::Refuse(browser_refusal())
+            } else {
+                Decision::Pass
+            }
+        }
+        PathClass::Gated | PathClass::Mcp if !gate.admits(req.headers()) => {
+            Decision::Refuse(refusal())
+        }
+        PathClass::Gated | PathClass::Mcp if has_origin => Decision::Refuse(browser_refusal()),
+        PathClass::Gated | PathClass::Mcp => Decision::Service,
+    }
+}
+
 /// The gate's decision on a request: `None` lets it through, `Some` is
 /// the refusal to answer instead.
 pub fn refusal_for(gate: &ServiceGate, req: &Request) -> Option<Response> {
-    let has_origin = req.headers().contains_key(header::ORIGIN);
-    match classify(req.uri().path()) {
-        PathClass::Open => None,
-        PathClass::Operator if has_origin => Some(browser_refusal()),
-        PathClass::Operator | PathClass::Console => None,
-        PathClass::Gated if !gate.admits(req.headers()) => Some(refusal()),
-        PathClass::Gated if has_origin => Some(browser_refusal()),
-        PathClass::Gated => None,
+    match decide(gate, req) {
+        Decision::Refuse(refused) => Some(refused),
+        Decision::Pass | Decision::Service => None,
     }
 }
 
@@ -169,7 +220,12 @@ mod tests {
         check("/MCP/health", PathClass::Gated);
         check("//mcp/health", PathClass::Gated);
         check("/healthz/../agent-tools", PathClass::Gated);
-        check("/mcp", PathClass::Gated);
+        check("/mcp", PathClass::Mcp);
+        check("/mcp/", PathClass::Mcp);
+        check("/mcp/mcp", PathClass::Gated);
+        check("/.well-known/oauth-protected-resource", PathClass::Open);
+        check("/.well-known/oauth-protected-resource/mcp", PathClass::Open);
+        check("/.well-known/oauth-protected-resource/", PathClass::Gated);
         check("/", PathClass::Gated);
         check("*", PathClass::Gated);
         check("", PathClass::Gated);

@@ -250,13 +250,19 @@ impl Edge {
     }
 
     fn admit(&self, req: Request) -> Admitted {
-        if let Some(refused) = crate::gate::refusal_for(&self.gate, &req) {
-            return Admitted::Refused(refused);
-        }
+        let service = match crate::gate::decide(&self.gate, &req) {
+            crate::gate::Decision::Refuse(refused) => return Admitted::Refused(refused),
+            crate::gate::Decision::Service => true,
+            crate::gate::Decision::Pass => false,
+        };
         if let Some(refused) = body_too_large(self.max_request_bytes, &req) {
             return Admitted::Refused(refused);
         }
         let mut req = limit_body(self.max_request_bytes, req);
+        if service {
+            req.extensions_mut()
+                .insert(acdm_core::identity::ServiceAuthenticated);
+        }
         // Every upstream call the request makes ends by its deadline
         // (`acdm_sources::deadline`), also when the work runs in another
         // task (the MCP server's), which reads it from the extensions.

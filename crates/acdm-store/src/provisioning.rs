@@ -64,6 +64,15 @@ macro_rules! bump_epoch {
 }
 
 crate::db::row! {
+    struct MembershipRow {
+        id: String,
+        slug: String,
+        name: String,
+        role: String,
+    }
+}
+
+crate::db::row! {
     struct ProjectRow {
         id: String,
         slug: String,
@@ -288,6 +297,34 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()?;
         roots.dedup();
         Ok(roots)
+    }
+
+    /// The projects `user` is a member of (any role), with the role,
+    /// sorted by name: what a person signed in with their own account may
+    /// read.
+    pub async fn memberships_of(
+        &self,
+        user: &UserId,
+    ) -> Result<Vec<(ProjectRef, MemberRole)>, StoreError> {
+        let rows: Vec<MembershipRow> = with_pool!(&self.pool, p => {
+            sqlx::query_as(
+                "SELECT p.id, p.slug, p.name, m.role FROM project_members m \
+                 JOIN projects p ON p.id = m.project_id WHERE m.user_id = $1 ORDER BY p.name",
+            )
+            .bind(user.as_str())
+            .fetch_all(p)
+            .await?
+        });
+        rows.into_iter()
+            .map(|row| {
+                let project = project_ref(&row.id, &row.slug, &row.name)?;
+                let role = row
+                    .role
+                    .parse::<MemberRole>()
+                    .map_err(|e| StoreError::corrupt("project_members", format!("role: {e}")))?;
+                Ok((project, role))
+            })
+            .collect()
     }
 
     /// A project with its members, mounts and active agents.
