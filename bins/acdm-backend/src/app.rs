@@ -17,7 +17,7 @@ use acdm_bff::project::ProjectState;
 use acdm_bff::switch::KillSwitch;
 use acdm_core::approval::ApprovalTtl;
 use acdm_core::limit::RateLimiter;
-use acdm_core::{ErrorCode, ScopeResolver, SharedToken};
+use acdm_core::{ErrorCode, ScopeResolver, SharedToken, UserId};
 use acdm_extract::{Extractor, ExtractorConfig, Limits as ExtractLimits};
 use acdm_journal::{Journal, Settled};
 use acdm_knowledge::{
@@ -198,10 +198,7 @@ fn approvals(config: &Config, store: &Store) -> anyhow::Result<(Approvals, Optio
         }
         _ => None,
     };
-    let public = config.public_url.as_ref().map_or_else(
-        || format!("http://{}", config.listen_addr),
-        |url| url.as_str().trim_end_matches('/').to_owned(),
-    );
+    let public = config.public_base();
     let notifications = delivery
         .as_ref()
         .map(|d| d.notifications(format!("{public}/console")));
@@ -210,6 +207,44 @@ fn approvals(config: &Config, store: &Store) -> anyhow::Result<(Approvals, Optio
         Approvals::new(store.clone(), global, ttl, notifications),
         delivery,
     ))
+}
+
+/// People's projects, from the database (read on every request of a
+/// person, so a removed member loses access with their next request).
+struct StoreMembers(Store);
+
+#[async_trait::async_trait]
+impl acdm_mcp::PersonDirectory for StoreMembers {
+    async fn memberships(&self, user: &UserId) -> Result<Vec<acdm_mcp::Membership>, String> {
+        let rows = self
+            .0
+            .memberships_of(user)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(rows
+            .into_iter()
+            .map(|(project, role)| acdm_mcp::Membership {
+                slug: project.slug,
+                name: project.name,
+                role,
+            })
+            .collect())
+    }
+}
+
+/// `ACDM_OIDC_*`: people's access tokens on `/mcp`, when an issuer is set.
+fn people(config: &Config, store: &Store) -> anyhow::Result<Option<acdm_mcp::PeopleAuth>> {
+    let Some(settings) = config.oidc() else {
+        return Ok(None);
+    };
+    let client = HttpClient::new(config.upstream())
+        .context("cannot build the identity provider's HTTP client")?;
+    let verifier = acdm_sources::oidc::TokenVerifier::new(settings, client);
+    Ok(Some(acdm_mcp::PeopleAuth::new(
+        verifier,
+        Arc::new(StoreMembers(store.clone())),
+        &config.public_base(),
+    )))
 }
 
 impl AppState {
@@ -277,7 +312,10 @@ impl AppState {
         let http_metrics = http::HttpMetrics::register(&mut registry);
         let index_metrics = acdm_mcp::IndexMetrics::register(&mut registry);
         let notification_metrics = acdm_mcp::NotificationMetrics::register(&mut registry);
+        let people = people(config, &store)?;
+        let gate = ServiceGate::new(service_token).with_people(people.is_some());
         let mcp = McpSettings {
+            people,
             allowed_hosts: config.mcp_allowed_hosts.clone(),
             sessions: config.mcp_sessions,
             files_base: config.files_base.clone(),
@@ -312,7 +350,7 @@ impl AppState {
             http_metrics,
             mcp,
             readiness: Arc::new(Readiness::new(store.clone(), service_token.is_some())),
-            gate: ServiceGate::new(service_token),
+            gate,
             journal,
             kill_switch,
             nc,

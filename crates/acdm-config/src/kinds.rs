@@ -392,6 +392,30 @@ impl Kind for InstanceUrl {
     }
 }
 
+/// An identity provider's URL (its issuer, or its JWKS): HTTPS, or plain
+/// HTTP only on a loopback address (a local identity provider); no
+/// credentials, no fragment.
+pub(crate) struct IssuerUrl;
+
+impl Kind for IssuerUrl {
+    type Value = url::Url;
+
+    fn parse(&self, text: &str) -> Result<url::Url, String> {
+        let url = http_url(text, "must not carry credentials")?;
+        if url.fragment().is_some() || url.query().is_some() {
+            Err("must not have a query or fragment".to_owned())
+        } else if !acdm_sources::oidc::secure_or_loopback(&url) {
+            Err("must be https:// (plain http:// only on a loopback address)".to_owned())
+        } else {
+            Ok(url)
+        }
+    }
+
+    fn show(&self, value: &url::Url) -> Json {
+        json!(value.as_str())
+    }
+}
+
 /// A comma-separated list of write operations' labels.
 pub(crate) struct Policy;
 

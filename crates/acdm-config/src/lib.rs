@@ -38,9 +38,9 @@ use url::Url;
 
 pub use kinds::CaCertificates;
 use kinds::{
-    Address, Bool, CaFile, Checked, Count, DatabaseUrl, Folder, Hosts, InstanceUrl, LogFilter,
-    LogFormats, Millis, Optional, Policy, Seconds, Secret, StorePath, Token, WebhookSecret,
-    WebhookUrl, check_nextcloud_user, check_project_id, number,
+    Address, Bool, CaFile, Checked, Count, DatabaseUrl, Folder, Hosts, InstanceUrl, IssuerUrl,
+    LogFilter, LogFormats, Millis, Optional, Policy, Seconds, Secret, StorePath, Token,
+    WebhookSecret, WebhookUrl, check_nextcloud_user, check_project_id, number,
 };
 pub use reader::Setting;
 use reader::{EnvironmentStrings, Reader};
@@ -329,6 +329,23 @@ settings! {
         /// The service's address as people reach it (`https://acdm.example.com`), for the
         /// console links in approval notifications. Unset: `http://<ACDM_LISTEN_ADDR>`.
         public_url: Option<Url> = "ACDM_PUBLIC_URL", default "(unset)", Optional(InstanceUrl);
+        /// The OpenID Connect issuer whose access tokens open `/mcp` to people's own MCP
+        /// clients, exactly as its tokens' `iss` says it (`https://idp.example.com/realms/acdm`;
+        /// plain `http://` only on a loopback address). Unset: `/mcp` takes the service token
+        /// only. A person's token reads only the projects they are a member of, and opens
+        /// neither `/agent-tools` nor `/admin`.
+        oidc_issuer: Option<Url> = "ACDM_OIDC_ISSUER", default "(unset)", Optional(IssuerUrl);
+        /// The audience people's tokens must name in `aud` (RFC 8707). Unset: this server's
+        /// resource URI, `<ACDM_PUBLIC_URL>/mcp`.
+        oidc_audience: Option<String> = "ACDM_OIDC_AUDIENCE", default "(unset)",
+            Optional(Checked(check_audience));
+        /// The issuer's JWKS, when its discovery document
+        /// (`<issuer>/.well-known/openid-configuration`) should not be read.
+        oidc_jwks_url: Option<Url> = "ACDM_OIDC_JWKS_URL", default "(unset)", Optional(IssuerUrl);
+        /// The token claim holding the user's id, as project members are named
+        /// (`sub`, `preferred_username`, `email`…).
+        oidc_user_claim: String = "ACDM_OIDC_USER_CLAIM", default "sub",
+            Checked(check_claim_name);
         /// Largest request body accepted, in bytes (1024–268435456); larger bodies get
         /// `payload_too_large`.
         max_request_bytes: usize = "ACDM_MAX_REQUEST_BYTES",
@@ -456,6 +473,28 @@ fn check_no_proxy(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `ACDM_OIDC_AUDIENCE`: one value, as tokens carry it.
+fn check_audience(text: &str) -> Result<(), String> {
+    if text.trim().is_empty() || text.trim() != text || text.chars().any(char::is_control) {
+        return Err("must be one value without surrounding spaces (the resource URI, usually <ACDM_PUBLIC_URL>/mcp)".to_owned());
+    }
+    Ok(())
+}
+
+/// `ACDM_OIDC_USER_CLAIM`: a claim's name.
+fn check_claim_name(text: &str) -> Result<(), String> {
+    let ok = !text.is_empty()
+        && text.len() <= 64
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'));
+    if ok {
+        Ok(())
+    } else {
+        Err("must be a claim name such as sub, preferred_username or email".to_owned())
+    }
+}
+
 impl Config {
     /// Reads the optional TOML `file` and the given environment: the binary
     /// passes the process's (the one place the service reads it), tests
@@ -566,6 +605,13 @@ impl Config {
             r.require("ACDM_APPROVAL_WEBHOOK_URL", "ACDM_APPROVAL_WEBHOOK_SECRET");
         }
 
+        let issuer_set = r.is_set("ACDM_OIDC_ISSUER");
+        for dependent in ["ACDM_OIDC_AUDIENCE", "ACDM_OIDC_JWKS_URL"] {
+            if !issuer_set && r.is_set(dependent) {
+                r.require("ACDM_OIDC_ISSUER", dependent);
+            }
+        }
+
         let nc_url_set = r.is_set("NEXTCLOUD_URL");
         let nc_user_set = r.is_set("NEXTCLOUD_USER");
         let nc_password_set = r.is_set("NEXTCLOUD_APP_PASSWORD");
@@ -589,6 +635,28 @@ impl Config {
         let mut database = DatabaseConfig::new(target);
         database.max_connections = self.database_max_connections;
         database
+    }
+
+    /// The service's own address as people reach it, without a trailing
+    /// slash: `ACDM_PUBLIC_URL`, or `http://<ACDM_LISTEN_ADDR>`.
+    pub fn public_base(&self) -> String {
+        self.public_url.as_ref().map_or_else(
+            || format!("http://{}", self.listen_addr),
+            |url| url.as_str().trim_end_matches('/').to_owned(),
+        )
+    }
+
+    /// `ACDM_OIDC_*`, when people's access tokens open `/mcp`.
+    pub fn oidc(&self) -> Option<acdm_sources::oidc::OidcSettings> {
+        let issuer = self.oidc_issuer.clone()?;
+        let audience = self
+            .oidc_audience
+            .clone()
+            .unwrap_or_else(|| format!("{}/mcp", self.public_base()));
+        let mut settings = acdm_sources::oidc::OidcSettings::new(issuer, audience);
+        settings.jwks_url = self.oidc_jwks_url.clone();
+        settings.user_claim = self.oidc_user_claim.clone();
+        Some(settings)
     }
 
     /// `GITLAB_WIKI_*`, when the wiki is on GitLab.

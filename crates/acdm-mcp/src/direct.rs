@@ -426,6 +426,7 @@ mod tests {
         };
         let settings = crate::McpSettings {
             knowledge: None,
+            people: None,
             allowed_hosts: vec!["localhost".to_owned()],
             sessions: false,
             files_base: acdm_core::AbsPath::parse("/Projects").unwrap(),

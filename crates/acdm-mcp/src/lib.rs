@@ -17,6 +17,7 @@ mod drain;
 mod health;
 mod host;
 mod metrics;
+mod people;
 mod server;
 mod tools;
 
@@ -37,6 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use health::{HealthReport, McpHealth, SourceHealth};
 pub use metrics::{IndexMetrics, McpMetrics, NotificationMetrics};
+pub use people::{Membership, PeopleAuth, Person, PersonDirectory};
 pub use server::{INSTRUCTIONS, KnowledgeServer, ToolLimits};
 pub use tools::ReadLimits;
 
@@ -69,6 +71,9 @@ pub struct McpSettings {
     /// them); `None` leaves searches to the upstreams and reads documents
     /// as bytes.
     pub knowledge: Option<Knowledge>,
+    /// People's access tokens, when `/mcp` takes them (the service gate
+    /// then lets requests without the service token through to here).
+    pub people: Option<PeopleAuth>,
 }
 
 /// The hosts accepted when none are configured.
@@ -123,19 +128,39 @@ fn build(sources: Sources, settings: McpSettings, metrics: McpMetrics, direct: b
     );
     // Shared: a request's copy of the state is one reference count, not a
     // clone of rmcp's service and its configuration.
+    let people = settings.people;
     let endpoint = Arc::new(Endpoint {
         rmcp,
         direct,
         host_check,
         in_flight,
+        people: people.clone(),
     });
     // Exactly `/mcp` and `/mcp/`: rmcp ignores the path, so a catch-all
     // would also serve `/mcp/mcp` and any other spelling. The host check
     // covers these two routes only; probes answer under any name.
-    Router::new()
+    let router = Router::new()
         .route("/mcp", any(serve).with_state(endpoint.clone()))
         .route("/mcp/", any(serve).with_state(endpoint))
-        .route("/mcp/health", get(health_handler).with_state(health))
+        .route("/mcp/health", get(health_handler).with_state(health));
+    match people {
+        // RFC 9728: at the resource's path, and at the root for clients
+        // that look there first.
+        Some(people) => router
+            .route(
+                "/.well-known/oauth-protected-resource/mcp",
+                get(metadata_handler).with_state(people.clone()),
+            )
+            .route(
+                "/.well-known/oauth-protected-resource",
+                get(metadata_handler).with_state(people),
+            ),
+        None => router,
+    }
+}
+
+async fn metadata_handler(State(people): State<PeopleAuth>) -> Response {
+    people.metadata()
 }
 
 /// `/mcp`: rmcp's service, with plain stateless tool calls answered
@@ -146,6 +171,7 @@ struct Endpoint {
     direct: Option<Arc<KnowledgeServer>>,
     host_check: host::AllowedHosts,
     in_flight: drain::InFlight,
+    people: Option<PeopleAuth>,
 }
 
 /// The host check, then the drain's count of the call, then the answer.
@@ -156,6 +182,23 @@ async fn serve(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Respo
     if let Some(refused) = host::refusal_for(&endpoint.host_check, &request) {
         return refused;
     }
+    // The gate let a request without the service token through only for
+    // a person's token: check it (with people's tokens off, every request
+    // here carried the service token).
+    let request = match &endpoint.people {
+        Some(people)
+            if request
+                .extensions()
+                .get::<acdm_core::identity::ServiceAuthenticated>()
+                .is_none() =>
+        {
+            match people.admit(request).await {
+                Ok(request) => request,
+                Err(refused) => return refused,
+            }
+        }
+        _ => request,
+    };
     endpoint
         .in_flight
         .counting(request, |request| endpoint.answer(request))

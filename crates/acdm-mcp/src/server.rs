@@ -25,10 +25,12 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::metrics::McpMetrics;
+use crate::people::Person;
 use crate::tools::{
-    self, Failure, READ_NEXTCLOUD, READ_WIKI, ReadLimits, ReadNextcloudInput, ReadOutput,
-    ReadWikiInput, SEARCH_NEXTCLOUD, SEARCH_WIKI, SearchNextcloudInput, SearchNextcloudOutput,
-    SearchWikiInput, SearchWikiOutput, Success, ToolFailure, Tools,
+    self, Failure, LIST_PROJECTS, ListProjectsInput, ListProjectsOutput, READ_NEXTCLOUD, READ_WIKI,
+    ReadLimits, ReadNextcloudInput, ReadOutput, ReadWikiInput, SEARCH_NEXTCLOUD, SEARCH_WIKI,
+    SearchNextcloudInput, SearchNextcloudOutput, SearchWikiInput, SearchWikiOutput, Success,
+    ToolFailure, Tools,
 };
 
 /// What the model is told when it connects.
@@ -93,6 +95,12 @@ path=\"/Projects/Alpha/meetings/2026-11-03-kickoff.md\", project_name=\"Alpha\".
 Bad: a path of another project, a relative path, or a project_name that differs \
 from the search's. When the answer says truncated, call again with \
 offset=next_offset.";
+
+const LIST_PROJECTS_DESCRIPTION: &str = "\
+List the projects you (the signed-in person) can read files of: their names, \
+to pass as project_name to acdm_search_nextcloud and acdm_read_nextcloud_file, \
+and your role in each. Call it first when the user names no project or when \
+a project name is not found.";
 
 /// The JSON Schema (2020-12) of `T` as an object, integer formats and
 /// nulls stripped.
@@ -275,6 +283,19 @@ fn catalog(limits: ReadLimits, searches_contents: bool) -> Vec<Tool> {
     ]
 }
 
+/// The tools a person signed in with their own account sees: the four,
+/// and the list of their projects.
+fn people_catalog(limits: ReadLimits, searches_contents: bool) -> Vec<Tool> {
+    let mut tools = catalog(limits, searches_contents);
+    tools.push(tool::<ListProjectsInput, ListProjectsOutput>(
+        LIST_PROJECTS,
+        "List my projects",
+        LIST_PROJECTS_DESCRIPTION,
+        limits,
+    ));
+    tools
+}
+
 /// Each tool's rate limit (spec §9), counted for the whole deployment by
 /// the limiter: the MCP endpoint knows no agent, so the budget is the
 /// tool's.
@@ -303,11 +324,17 @@ impl ToolLimits {
         }
     }
 
-    async fn admit(&self, tool: &'static str) -> Result<(), Failure> {
+    /// Admits a call of `tool`: counted for the whole deployment (the
+    /// engine's calls), or per person for a person's.
+    async fn admit(&self, tool: &'static str, person: Option<&Person>) -> Result<(), Failure> {
         let Some(rate) = self.per_tool else {
             return Ok(());
         };
-        match self.limiter.admit(&limit_key(tool), rate).await {
+        let key = match person {
+            None => limit_key(tool),
+            Some(person) => std::borrow::Cow::Owned(format!("tool:{tool}:user:{}", person.user)),
+        };
+        match self.limiter.admit(&key, rate).await {
             Admission::Allowed => Ok(()),
             Admission::Limited { retry_after } => {
                 Err(Failure::rate_limited(tool, rate, retry_after))
@@ -341,19 +368,20 @@ fn limit_key(tool: &str) -> std::borrow::Cow<'static, str> {
 pub struct KnowledgeServer {
     tools: Tools,
     catalog: Arc<Vec<Tool>>,
+    people_catalog: Arc<Vec<Tool>>,
     metrics: McpMetrics,
     limits: ToolLimits,
 }
 
 impl KnowledgeServer {
     pub(crate) fn new(tools: Tools, metrics: McpMetrics, limits: ToolLimits) -> Self {
-        let catalog = Arc::new(catalog(
-            tools.limits,
-            tools.sources.search.kind() == "local" || tools.indexing(),
-        ));
+        let searches_contents = tools.sources.search.kind() == "local" || tools.indexing();
+        let catalog = Arc::new(catalog(tools.limits, searches_contents));
+        let people_catalog = Arc::new(people_catalog(tools.limits, searches_contents));
         Self {
             tools,
             catalog,
+            people_catalog,
             metrics,
             limits,
         }
@@ -379,8 +407,10 @@ impl KnowledgeServer {
         request: CallToolRequestParams,
         parts: Option<&http::request::Parts>,
     ) -> Result<Result<Success, Failure>, McpError> {
+        let person = parts.and_then(|p| p.extensions.get::<Person>());
         let Some(name) = [SEARCH_WIKI, READ_WIKI, SEARCH_NEXTCLOUD, READ_NEXTCLOUD]
             .into_iter()
+            .chain(person.map(|_| LIST_PROJECTS))
             .find(|n| *n == request.name)
         else {
             return Err(McpError::invalid_params("tool not found", None));
@@ -399,6 +429,7 @@ impl KnowledgeServer {
             "mcp_tool",
             request_id = %request_id,
             tool = name,
+            user = person.map(|p| p.user.as_str()),
             query = %tools::log_query(request.arguments.as_ref()),
             outcome = tracing::field::Empty,
             latency_ms = tracing::field::Empty,
@@ -406,8 +437,8 @@ impl KnowledgeServer {
         let started = Instant::now();
         let outcome = tracing::Instrument::instrument(
             async {
-                self.limits.admit(name).await?;
-                let call = self.dispatch(name, request.arguments.unwrap_or_default());
+                self.limits.admit(name, person).await?;
+                let call = self.dispatch(name, request.arguments.unwrap_or_default(), person);
                 match deadline {
                     Some(Deadline(at)) => acdm_sources::deadline::within(at, call).await,
                     None => call.await,
@@ -435,6 +466,7 @@ impl KnowledgeServer {
         &self,
         name: &'static str,
         arguments: JsonObject,
+        person: Option<&Person>,
     ) -> Result<Success, Failure> {
         // Each tool's future is boxed: inline, every call's future would be
         // as large as the largest tool's, and it is moved whole into a box
@@ -442,8 +474,21 @@ impl KnowledgeServer {
         match name {
             SEARCH_WIKI => Box::pin(self.tools.search_wiki(parse(arguments)?)).await,
             READ_WIKI => Box::pin(self.tools.read_wiki(parse(arguments)?)).await,
-            SEARCH_NEXTCLOUD => Box::pin(self.tools.search_nextcloud(parse(arguments)?)).await,
-            _ => Box::pin(self.tools.read_nextcloud(parse(arguments)?)).await,
+            SEARCH_NEXTCLOUD => {
+                Box::pin(self.tools.search_nextcloud(parse(arguments)?, person)).await
+            }
+            READ_NEXTCLOUD => Box::pin(self.tools.read_nextcloud(parse(arguments)?, person)).await,
+            _ => match person {
+                Some(person) => {
+                    let ListProjectsInput {} = parse(arguments)?;
+                    self.tools.list_projects(person)
+                }
+                None => Err(Failure::new(
+                    acdm_core::ErrorCode::NotFound,
+                    "acdm_list_projects is for people signed in with their own account".to_owned(),
+                    "Name the project as the conversation gives it.",
+                )),
+            },
         }
     }
 }
@@ -508,13 +553,22 @@ impl ServerHandler for KnowledgeServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.catalog.to_vec()))
+        let person = context
+            .extensions
+            .get::<http::request::Parts>()
+            .is_some_and(|p| p.extensions.get::<Person>().is_some());
+        let catalog = if person {
+            &self.people_catalog
+        } else {
+            &self.catalog
+        };
+        Ok(ListToolsResult::with_all_items(catalog.to_vec()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.catalog.iter().find(|t| t.name == name).cloned()
+        self.people_catalog.iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(

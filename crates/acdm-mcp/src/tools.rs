@@ -25,6 +25,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use acdm_knowledge::{DocumentText, Knowledge, KnowledgeError, search_suggestions};
+
+use crate::people::Person;
 use acdm_sources::render::{Encoding, render};
 
 /// The tool names, as the LLM sees them.
@@ -32,6 +34,8 @@ pub(crate) const SEARCH_WIKI: &str = "acdm_search_wiki";
 pub(crate) const READ_WIKI: &str = "acdm_read_wiki_file";
 pub(crate) const SEARCH_NEXTCLOUD: &str = "acdm_search_nextcloud";
 pub(crate) const READ_NEXTCLOUD: &str = "acdm_read_nextcloud_file";
+/// Offered to people signed in with their own account only.
+pub(crate) const LIST_PROJECTS: &str = "acdm_list_projects";
 
 /// The longest query accepted, in characters.
 const MAX_QUERY_CHARS: usize = 500;
@@ -42,6 +46,33 @@ fn default_limit() -> u32 {
 
 fn default_ref() -> String {
     "main".to_owned()
+}
+
+/// Input of `acdm_list_projects`: nothing.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListProjectsInput {}
+
+/// One project in `acdm_list_projects`' answer.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ProjectOut {
+    /// The name to pass as `project_name`.
+    pub(crate) project_name: String,
+    /// The project's slug.
+    pub(crate) slug: String,
+    /// The person's role in it.
+    pub(crate) role: String,
+    /// Its folder, the prefix of its files' paths.
+    pub(crate) folder: String,
+}
+
+/// Output of `acdm_list_projects`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ListProjectsOutput {
+    /// Who is asking.
+    pub(crate) user: String,
+    /// Their projects, by name.
+    pub(crate) projects: Vec<ProjectOut>,
 }
 
 /// Input of `acdm_search_wiki`.
@@ -948,10 +979,12 @@ impl Tools {
     pub(crate) async fn search_nextcloud(
         &self,
         input: SearchNextcloudInput,
+        person: Option<&Person>,
     ) -> Result<Success, Failure> {
         let query = check_query(&input.query)?;
         let limit = check_limit(input.limit)?;
         let (name, scope) = project_scope(&self.files_base, &input.project_name)?;
+        self.check_member(person, &name)?;
         let indexed = match &self.knowledge {
             Some(knowledge) => knowledge
                 .search_files(&scope, query, limit)
@@ -1010,7 +1043,7 @@ impl Tools {
             }
         };
         if hits.is_empty()
-            && let Some(missing) = self.missing_project(&name, &scope).await
+            && let Some(missing) = self.missing_project(&name, &scope, person).await
         {
             return Err(missing);
         }
@@ -1075,8 +1108,10 @@ impl Tools {
     pub(crate) async fn read_nextcloud(
         &self,
         input: ReadNextcloudInput,
+        person: Option<&Person>,
     ) -> Result<Success, Failure> {
         let (name, scope) = project_scope(&self.files_base, &input.project_name)?;
+        self.check_member(person, &name)?;
         let outside = || {
             Failure::new(
                 ErrorCode::PermissionDenied,
@@ -1143,7 +1178,7 @@ impl Tools {
                 Ok(document) => document,
                 Err(KnowledgeError::Source(error)) => {
                     if matches!(error, SourceError::NotFound(_))
-                        && let Some(missing) = self.missing_project(&name, &scope).await
+                        && let Some(missing) = self.missing_project(&name, &scope, person).await
                     {
                         return Err(missing);
                     }
@@ -1157,7 +1192,7 @@ impl Tools {
         }
         let read = self.sources.files.read(&path, range).await;
         if matches!(read, Err(SourceError::NotFound(_)))
-            && let Some(missing) = self.missing_project(&name, &scope).await
+            && let Some(missing) = self.missing_project(&name, &scope, person).await
         {
             return Err(missing);
         }
@@ -1200,7 +1235,12 @@ impl Tools {
     /// exactly one folder of the base differs from the name only in case,
     /// the advice names it; hidden folders (the trash) are never named.
     /// When the store cannot tell, the miss stands as it is.
-    async fn missing_project(&self, name: &ProjectName, scope: &AbsPath) -> Option<Failure> {
+    async fn missing_project(
+        &self,
+        name: &ProjectName,
+        scope: &AbsPath,
+        person: Option<&Person>,
+    ) -> Option<Failure> {
         match self.sources.files.stat(scope).await {
             Ok(entry) if entry.kind == EntryKind::Folder => return None,
             Ok(_) | Err(SourceError::NotFound(_)) => {}
@@ -1216,26 +1256,92 @@ impl Tools {
                 .filter(|e| e.kind == EntryKind::Folder)
                 .filter_map(|e| ProjectName::parse(e.name()).ok())
                 .filter(|n| n.folded() == folded && n != name)
+                // A person hears only of their own projects.
+                .filter(|n| person.is_none_or(|p| p.may_read(n)))
                 .map(String::from)
                 .collect(),
             Err(_) => Vec::new(),
         };
+        Some(self.no_project_folder(name, &twins))
+    }
+
+    /// For a person, `name` must be one of their projects; any other is
+    /// answered word for word as a project that does not exist (the
+    /// spelling hint names only their own projects).
+    fn check_member(&self, person: Option<&Person>, name: &ProjectName) -> Result<(), Failure> {
+        let Some(person) = person else {
+            return Ok(());
+        };
+        if person.may_read(name) {
+            return Ok(());
+        }
+        let folded = name.folded();
+        let twins: Vec<String> = person
+            .memberships
+            .iter()
+            .filter(|m| m.name.folded() == folded && m.name != *name)
+            .map(|m| m.name.to_string())
+            .collect();
+        Err(self.no_project_folder(name, &twins))
+    }
+
+    /// `not_found` for a project folder that is not there; `twins` differ
+    /// from `name` only in case.
+    fn no_project_folder(&self, name: &ProjectName, twins: &[String]) -> Failure {
         let base = self.files_base.as_prefix();
         let ask = "the project's exact name from the conversation or workspace context, or ask the user; do not try other spellings";
-        let action = match twins.as_slice() {
+        let action = match twins {
             [twin] => format!(
                 "A folder named {twin:?} exists: if that is the project the user means, call again with project_name {twin:?}; otherwise take {ask}."
             ),
             _ => format!("Take {ask}."),
         };
-        Some(Failure::new(
+        Failure::new(
             ErrorCode::NotFound,
             format!(
                 "no project folder is named {:?} in {base} (project names are case-sensitive)",
                 name.as_str()
             ),
             action,
-        ))
+        )
+    }
+
+    /// `acdm_list_projects`: the projects the person may read.
+    pub(crate) fn list_projects(&self, person: &Person) -> Result<Success, Failure> {
+        let projects: Vec<ProjectOut> = person
+            .memberships
+            .iter()
+            .map(|m| ProjectOut {
+                project_name: m.name.to_string(),
+                slug: m.slug.to_string(),
+                role: m.role.to_string(),
+                folder: self.files_base.child(&m.name).as_prefix(),
+            })
+            .collect();
+        let mut text = match projects.len() {
+            0 => format!(
+                "You ({}) are not a member of any project: only the wiki is readable. Ask a project's owner to add you.\n",
+                person.user
+            ),
+            n => format!(
+                "{} you ({}) can read (use project_name exactly as written):\n",
+                count(n as u64, "project", "projects"),
+                person.user
+            ),
+        };
+        for p in &projects {
+            text.push_str(&format!(
+                "- {} (slug {}, your role: {})\n",
+                p.project_name, p.slug, p.role
+            ));
+        }
+        success(
+            &ListProjectsOutput {
+                user: person.user.to_string(),
+                projects,
+            },
+            text,
+        )
     }
 }
 

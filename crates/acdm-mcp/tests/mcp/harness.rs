@@ -89,6 +89,7 @@ pub(crate) const TRASH: &[(&str, &str)] = &[
 pub(crate) fn settings() -> McpSettings {
     McpSettings {
         knowledge: None,
+        people: None,
         allowed_hosts: vec![
             "localhost".to_owned(),
             "127.0.0.1".to_owned(),

@@ -67,6 +67,8 @@ struct Check<'a> {
     recorder: &'a Recorder,
     requests: usize,
     calls: usize,
+    /// The one project the caller may read, for a person's calls.
+    member_of: Option<&'static str>,
 }
 
 impl Check<'_> {
@@ -77,6 +79,18 @@ impl Check<'_> {
         let result = self.mcp.tool(tool, arguments.clone()).await;
         self.calls += 1;
         let seen = self.recorder.take();
+        if let Some(own) = self.member_of
+            && project != own
+        {
+            // A person naming any other project: refused before anything
+            // is sent, whatever the name.
+            assert!(
+                seen.is_empty(),
+                "{arguments}: a person's call for another project sent {seen:?}"
+            );
+            assert_eq!(result["isError"], true, "{arguments}: {result}");
+            return;
+        }
         let Ok(name) = ProjectName::parse(project) else {
             assert!(
                 seen.is_empty(),
@@ -116,8 +130,9 @@ impl Check<'_> {
     }
 }
 
-#[tokio::test]
-async fn no_corpus_payload_reaches_outside_the_project_folder() {
+/// The MCP router over Nextcloud clients talking to the recording
+/// upstream; with `person`, every request is that person's.
+async fn recording(person: Option<acdm_mcp::Person>) -> (Mcp, Recorder) {
     let recorder = Recorder::default();
     let app = Router::new().fallback({
         let recorder = recorder.clone();
@@ -142,34 +157,34 @@ async fn no_corpus_payload_reaches_outside_the_project_folder() {
         files,
         search: Arc::new(NextcloudSearch::new(config, http).unwrap()),
     };
-    let mcp = Mcp::with_router(acdm_mcp::router(
-        sources,
-        settings(),
-        McpMetrics::unregistered(),
-    ));
-    let mut check = Check {
-        mcp: &mcp,
-        recorder: &recorder,
-        requests: 0,
-        calls: 0,
-    };
-    let started = Instant::now();
+    let mut router = acdm_mcp::router(sources, settings(), McpMetrics::unregistered());
+    if let Some(person) = person {
+        router = router.layer(axum::Extension(person));
+    }
+    (Mcp::with_router(router), recorder)
+}
+
+/// Every payload into `path` and `project_name` of both Nextcloud tools
+/// (into `project_name` only with `names_only`).
+async fn every_payload(check: &mut Check<'_>, names_only: bool) -> usize {
     let payloads = payloads();
     for p in &payloads {
-        check
-            .call(
-                "acdm_read_nextcloud_file",
-                "Alpha",
-                json!({"project_name": "Alpha", "path": format!("/Projects/Alpha/{p}")}),
-            )
-            .await;
-        check
-            .call(
-                "acdm_read_nextcloud_file",
-                "Alpha",
-                json!({"project_name": "Alpha", "path": p}),
-            )
-            .await;
+        if !names_only {
+            check
+                .call(
+                    "acdm_read_nextcloud_file",
+                    "Alpha",
+                    json!({"project_name": "Alpha", "path": format!("/Projects/Alpha/{p}")}),
+                )
+                .await;
+            check
+                .call(
+                    "acdm_read_nextcloud_file",
+                    "Alpha",
+                    json!({"project_name": "Alpha", "path": p}),
+                )
+                .await;
+        }
         check
             .call(
                 "acdm_read_nextcloud_file",
@@ -193,9 +208,23 @@ async fn no_corpus_payload_reaches_outside_the_project_folder() {
             json!({"project_name": "Alpha", "path": "/Projects/Alpha-evil/x.md"}),
         )
         .await;
+    payloads.len()
+}
+
+#[tokio::test]
+async fn no_corpus_payload_reaches_outside_the_project_folder() {
+    let (mcp, recorder) = recording(None).await;
+    let mut check = Check {
+        mcp: &mcp,
+        recorder: &recorder,
+        requests: 0,
+        calls: 0,
+        member_of: None,
+    };
+    let started = Instant::now();
+    let payloads = every_payload(&mut check, false).await;
     eprintln!(
-        "{} payloads, {} tool calls, {} upstream requests, all inside the project folder ({:.1} s)",
-        payloads.len(),
+        "{payloads} payloads, {} tool calls, {} upstream requests, all inside the project folder ({:.1} s)",
         check.calls,
         check.requests,
         started.elapsed().as_secs_f64()
@@ -203,5 +232,47 @@ async fn no_corpus_payload_reaches_outside_the_project_folder() {
     assert!(
         check.requests > 0,
         "some payloads are legitimate names and reach the upstream"
+    );
+}
+
+#[tokio::test]
+async fn no_corpus_payload_takes_a_person_outside_their_projects() {
+    let person = acdm_mcp::Person {
+        user: acdm_core::UserId::parse("u-alice").unwrap(),
+        memberships: Arc::from(vec![acdm_mcp::Membership {
+            slug: acdm_core::ProjectSlug::parse("alpha").unwrap(),
+            name: ProjectName::parse("Alpha").unwrap(),
+            role: acdm_core::domain::MemberRole::Viewer,
+        }]),
+    };
+    let (mcp, recorder) = recording(Some(person)).await;
+    let mut check = Check {
+        mcp: &mcp,
+        recorder: &recorder,
+        requests: 0,
+        calls: 0,
+        member_of: Some("Alpha"),
+    };
+    // Paths inside her own project take the same way as the engine's
+    // (the test above); the names are what a person's call adds.
+    let payloads = every_payload(&mut check, true).await;
+    // Her own project: searched and read, inside its folder only (the
+    // upstream's hits of Beta are dropped).
+    let found = mcp
+        .tool(
+            "acdm_search_nextcloud",
+            json!({"project_name": "Alpha", "query": "x"}),
+        )
+        .await;
+    let hits = found["structuredContent"]["hits"].as_array().unwrap();
+    assert!(!hits.is_empty(), "{found}");
+    assert!(
+        hits.iter()
+            .all(|h| h["path"].as_str().unwrap().starts_with("/Projects/Alpha/")),
+        "{found}"
+    );
+    eprintln!(
+        "{payloads} payloads, {} calls as a person of Alpha: none sent a request outside /Projects/Alpha/",
+        check.calls
     );
 }
