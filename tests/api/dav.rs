@@ -473,7 +473,7 @@ pub(crate) struct NcEnv {
     clippy::disallowed_methods,
     reason = "the test client is not an upstream client of the service"
 )]
-fn test_client() -> reqwest::Client {
+pub(crate) fn test_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())

@@ -32,6 +32,7 @@ mod nc;
 mod nc_scope;
 mod openapi;
 mod operator;
+mod people;
 mod pipeline;
 mod project;
 mod replicas;

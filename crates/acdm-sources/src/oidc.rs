@@ -205,9 +205,12 @@ impl TokenVerifier {
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         validation.leeway = settings.leeway.as_secs();
         validation.validate_nbf = true;
-        let data =
-            jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(token, &key, &validation)
-                .map_err(|e| TokenError::Invalid(describe(&e)))?;
+        let data = jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(
+            token,
+            &key,
+            &validation,
+        )
+        .map_err(|e| TokenError::Invalid(describe(&e)))?;
         let user = data
             .claims
             .get(&settings.user_claim)
@@ -264,7 +267,10 @@ impl TokenVerifier {
                     keys.unnamed = unnamed;
                     keys.fetched_at = Some(attempt);
                     keys.jwks_url = Some(url);
-                    tracing::info!(keys = keys.by_kid.len() + keys.unnamed.len(), "identity provider keys fetched");
+                    tracing::info!(
+                        keys = keys.by_kid.len() + keys.unnamed.len(),
+                        "identity provider keys fetched"
+                    );
                 }
                 Err(error) => {
                     tracing::warn!(error = %error, "cannot fetch the identity provider's keys");
@@ -277,7 +283,9 @@ impl TokenVerifier {
                 }
             }
         }
-        self.read_keys().find(kid, alg).unwrap_or(Err(TokenError::UnknownKey))
+        self.read_keys()
+            .find(kid, alg)
+            .unwrap_or(Err(TokenError::UnknownKey))
     }
 
     fn read_keys(&self) -> std::sync::RwLockReadGuard<'_, Keys> {
@@ -289,7 +297,9 @@ impl TokenVerifier {
     }
 
     /// The JWKS's URL (discovered once) and its usable keys.
-    async fn fetch(&self) -> Result<(Url, KeyMap, Vec<(DecodingKey, Option<Algorithm>)>), SourceError> {
+    async fn fetch(
+        &self,
+    ) -> Result<(Url, KeyMap, Vec<(DecodingKey, Option<Algorithm>)>), SourceError> {
         let known = self.read_keys().jwks_url.clone();
         let url = match self.inner.settings.jwks_url.clone().or(known) {
             Some(url) => url,
@@ -404,7 +414,8 @@ fn usable_for_signatures(jwk: &Jwk) -> bool {
             | AlgorithmParameters::EllipticCurve(_)
             | AlgorithmParameters::OctetKeyPair(_)
     );
-    let for_signing = !matches!(jwk.common.public_key_use, Some(ref u) if *u != PublicKeyUse::Signature);
+    let for_signing =
+        !matches!(jwk.common.public_key_use, Some(ref u) if *u != PublicKeyUse::Signature);
     let may_verify = jwk
         .common
         .key_operations

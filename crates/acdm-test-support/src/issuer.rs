@@ -37,19 +37,27 @@ impl SigningKey {
         let der = key
             .to_pkcs1_der()
             .unwrap_or_else(|e| panic!("cannot encode the RSA key: {e}"));
-        Self::from_der(kid, Algorithm::RS256, EncodingKey::from_rsa_der(der.as_bytes()))
+        Self::from_der(
+            kid,
+            Algorithm::RS256,
+            EncodingKey::from_rsa_der(der.as_bytes()),
+        )
     }
 
     /// A new P-256 key for ES256.
     pub fn ec(kid: &str) -> Self {
-        use p256::pkcs8::EncodePrivateKey;
         use p256::elliptic_curve::Generate as _;
+        use p256::pkcs8::EncodePrivateKey;
         let key = p256::SecretKey::try_generate_from_rng(&mut getrandom::SysRng)
             .unwrap_or_else(|e| panic!("cannot generate an EC key: {e}"));
         let der = key
             .to_pkcs8_der()
             .unwrap_or_else(|e| panic!("cannot encode the EC key: {e}"));
-        Self::from_der(kid, Algorithm::ES256, EncodingKey::from_ec_der(der.as_bytes()))
+        Self::from_der(
+            kid,
+            Algorithm::ES256,
+            EncodingKey::from_ec_der(der.as_bytes()),
+        )
     }
 
     fn from_der(kid: &str, alg: Algorithm, encoding: EncodingKey) -> Self {
@@ -130,11 +138,8 @@ impl TestIssuer {
 
     /// Publishes `keys` instead of the keys published so far.
     pub fn publish(&self, keys: &[&SigningKey]) {
-        *self
-            .shared
-            .keys
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = keys.iter().map(|k| k.jwk.clone()).collect();
+        *self.shared.keys.lock().unwrap_or_else(|p| p.into_inner()) =
+            keys.iter().map(|k| k.jwk.clone()).collect();
     }
 
     /// Publishes `raw` as the JWKS's keys, as given (keys of any kind).

@@ -24,7 +24,10 @@ fn client() -> HttpClient {
 }
 
 fn verifier(issuer: &TestIssuer, clock: Arc<ManualClock>) -> TokenVerifier {
-    let settings = OidcSettings::new(url::Url::parse(&issuer.issuer).unwrap(), AUDIENCE.to_owned());
+    let settings = OidcSettings::new(
+        url::Url::parse(&issuer.issuer).unwrap(),
+        AUDIENCE.to_owned(),
+    );
     TokenVerifier::with_clock(settings, client(), clock)
 }
 
@@ -67,13 +70,29 @@ async fn tokens_of_the_issuer_are_accepted_and_every_forgery_is_refused() {
         c
     };
     let cases: Vec<(&str, String, &str)> = vec![
-        ("another audience", rsa.sign(&with("aud", json!("https://other.example/mcp"))), "aud"),
+        (
+            "another audience",
+            rsa.sign(&with("aud", json!("https://other.example/mcp"))),
+            "aud",
+        ),
         ("no audience", rsa.sign(&without("aud")), "`aud`"),
-        ("another issuer", rsa.sign(&with("iss", json!("https://evil.example/realms/test"))), "iss"),
+        (
+            "another issuer",
+            rsa.sign(&with("iss", json!("https://evil.example/realms/test"))),
+            "iss",
+        ),
         ("no issuer", rsa.sign(&without("iss")), "`iss`"),
-        ("expired", rsa.sign(&with("exp", json!(now() - 600))), "expired"),
+        (
+            "expired",
+            rsa.sign(&with("exp", json!(now() - 600))),
+            "expired",
+        ),
         ("no expiry", rsa.sign(&without("exp")), "`exp`"),
-        ("not valid yet", rsa.sign(&with("nbf", json!(now() + 600))), "nbf"),
+        (
+            "not valid yet",
+            rsa.sign(&with("nbf", json!(now() + 600))),
+            "nbf",
+        ),
         ("no user", ec.sign(&without("sub")), "`sub`"),
     ];
     for (what, token, says) in cases {
@@ -115,14 +134,22 @@ async fn tokens_of_the_issuer_are_accepted_and_every_forgery_is_refused() {
     ] {
         let mut header = Header::new(Algorithm::HS256);
         header.kid = Some("rsa-1".to_owned());
-        let token = jsonwebtoken::encode(&header, &claims, &EncodingKey::from_secret(&secret).unwrap()).unwrap();
+        let token = jsonwebtoken::encode(
+            &header,
+            &claims,
+            &EncodingKey::from_secret(&secret).unwrap(),
+        )
+        .unwrap();
         let error = refused(verifier.verify(&token).await, "HS256");
         assert!(matches!(error, TokenError::Algorithm), "{error}");
     }
     // An ES256 token naming the RSA key: the key's family decides.
     let mut header = Header::new(Algorithm::ES256);
     header.kid = Some("rsa-1".to_owned());
-    let error = refused(verifier.verify(&ec.sign_with(header, &claims)).await, "family");
+    let error = refused(
+        verifier.verify(&ec.sign_with(header, &claims)).await,
+        "family",
+    );
     assert!(matches!(error, TokenError::Algorithm), "{error}");
     // Not a JWT at all.
     for junk in ["", "abc", "a.b", "a.b.c", "Bearer x"] {
@@ -148,7 +175,10 @@ async fn a_rotated_key_is_fetched_once_within_the_bound_and_made_up_kids_cost_no
     // The issuer rotates. Within the bound of the first fetch a token of
     // the new key is refused without another fetch.
     issuer.publish(&[&old, &new]);
-    let error = refused(verifier.verify(&new.sign(&claims)).await, "before the bound");
+    let error = refused(
+        verifier.verify(&new.sign(&claims)).await,
+        "before the bound",
+    );
     assert!(matches!(error, TokenError::UnknownKey), "{error}");
     assert_eq!(issuer.jwks_fetches(), 1);
 
@@ -201,7 +231,8 @@ async fn symmetric_keys_in_the_jwks_are_never_used() {
     let claims = issuer.claims("u-carol", AUDIENCE);
     let mut header = Header::new(Algorithm::HS256);
     header.kid = Some("oct-1".to_owned());
-    let token = jsonwebtoken::encode(&header, &claims, &EncodingKey::from_secret(secret).unwrap()).unwrap();
+    let token =
+        jsonwebtoken::encode(&header, &claims, &EncodingKey::from_secret(secret).unwrap()).unwrap();
     assert!(matches!(
         refused(verifier.verify(&token).await, "oct"),
         TokenError::Algorithm

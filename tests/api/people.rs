@@ -1,0 +1,454 @@
+//! People's own MCP clients: `/mcp` as an OAuth 2.1 resource server, over
+//! real sockets, with a local identity provider made by the test (RSA and
+//! EC keys, its JWKS served over HTTP). A person's token opens `/mcp`
+//! only, reads only the projects the person is a member of (another
+//! project's answer is word for word a missing project's), loses a project
+//! with the membership, and never reaches `/agent-tools` or `/admin`; the
+//! service token works as before. (Every path form of the traversal
+//! corpus, as a person's call, is in acdm-mcp's scope suite.)
+
+use acdm_test_support::issuer::{SigningKey, TestIssuer};
+use serde_json::{Value, json};
+
+use crate::helpers::{ADMIN_TOKEN, Options, TOKEN, TestApp, spawn_app};
+
+const PUBLIC: &str = "http://acdm.test";
+const RESOURCE: &str = "http://acdm.test/mcp";
+
+struct People {
+    app: TestApp,
+    issuer: TestIssuer,
+    rsa: SigningKey,
+    ec: SigningKey,
+    http: reqwest::Client,
+}
+
+/// Alpha (alice a viewer, bob an owner), Beta (bob only), each with a
+/// file saying whose it is.
+async fn people() -> People {
+    let (rsa, ec) = (SigningKey::rsa("rsa-1"), SigningKey::ec("ec-1"));
+    let issuer = TestIssuer::start(&[&rsa, &ec]).await;
+    let app = spawn_app(Options {
+        extra_env: vec![
+            ("ACDM_OIDC_ISSUER", issuer.issuer.clone()),
+            ("ACDM_PUBLIC_URL", PUBLIC.to_owned()),
+        ],
+        ..Options::default()
+    })
+    .await;
+    let this = People {
+        app,
+        issuer,
+        rsa,
+        ec,
+        http: crate::dav::test_client(),
+    };
+    for (slug, name) in [("alpha", "Alpha"), ("beta", "Beta")] {
+        this.admin(
+            "POST",
+            "/admin/projects",
+            json!({"slug": slug, "name": name}),
+        )
+        .await;
+        let folder = this.app.data_dir.join(format!("files/Projects/{name}"));
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(
+            folder.join("plan.md"),
+            format!("# {name} plan\nbudget of {name}: secret-{slug}\n"),
+        )
+        .unwrap();
+    }
+    for (project, user, role) in [
+        ("alpha", "u-alice", "viewer"),
+        ("alpha", "u-bob", "owner"),
+        ("beta", "u-bob", "member"),
+    ] {
+        this.admin(
+            "POST",
+            &format!("/admin/projects/{project}/members"),
+            json!({"user_id": user, "role": role}),
+        )
+        .await;
+    }
+    this
+}
+
+impl People {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.app.addr)
+    }
+
+    async fn admin(&self, method: &str, path: &str, body: Value) -> Value {
+        let response = self
+            .http
+            .request(method.parse().unwrap(), self.url(path))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(response.status().is_success(), "{method} {path}");
+        response.json().await.unwrap()
+    }
+
+    /// A valid token of `user` signed with the RSA key.
+    fn token(&self, user: &str) -> String {
+        self.rsa.sign(&self.issuer.claims(user, RESOURCE))
+    }
+
+    /// A JSON-RPC request to `/mcp` with `auth` as the Authorization
+    /// header (none when `None`); the status, the challenge and the body.
+    async fn mcp(
+        &self,
+        auth: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> (u16, Option<String>, Value) {
+        let mut request = self
+            .http
+            .post(self.url("/mcp"))
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2025-06-18")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
+        if let Some(auth) = auth {
+            request = request.header("Authorization", auth);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let challenge = response
+            .headers()
+            .get("www-authenticate")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let text = response.text().await.unwrap();
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, challenge, body)
+    }
+
+    /// A tool call as `user`; its structured result.
+    async fn call(&self, user: &str, tool: &str, arguments: Value) -> Value {
+        let bearer = format!("Bearer {}", self.token(user));
+        let (status, _, body) = self
+            .mcp(
+                Some(&bearer),
+                "tools/call",
+                json!({"name": tool, "arguments": arguments}),
+            )
+            .await;
+        assert_eq!(status, 200, "{tool} {arguments}: {body}");
+        body["result"].clone()
+    }
+}
+
+#[tokio::test]
+async fn the_metadata_and_the_challenge_follow_rfc_9728() {
+    let p = people().await;
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let response = p.http.get(p.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        assert!(
+            response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("application/json")
+        );
+        let metadata: Value = response.json().await.unwrap();
+        // §2: `resource` is the resource identifier; §3.3: it must be the
+        // one the metadata was asked for.
+        assert_eq!(metadata["resource"], RESOURCE, "{path}: {metadata}");
+        assert_eq!(
+            metadata["authorization_servers"],
+            json!([p.issuer.issuer]),
+            "{metadata}"
+        );
+        assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
+    }
+
+    // No token: 401 and where the metadata is (§5.1), no error code.
+    let (status, challenge, body) = p.mcp(None, "tools/list", json!({})).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(
+        challenge.as_deref(),
+        Some(
+            "Bearer resource_metadata=\"http://acdm.test/.well-known/oauth-protected-resource/mcp\""
+        )
+    );
+    assert!(!body.to_string().contains("secret"), "{body}");
+
+    // A bad token: 401 invalid_token with the reason, the metadata again.
+    let claims = p.issuer.claims("u-alice", RESOURCE);
+    let mut expired = claims.clone();
+    expired["exp"] = json!(acdm_test_support::issuer::now() - 3600);
+    let mut other_audience = claims.clone();
+    other_audience["aud"] = json!("http://elsewhere.test/mcp");
+    let mut other_issuer = claims.clone();
+    other_issuer["iss"] = json!("http://127.0.0.1:1/realms/other");
+    let stranger = SigningKey::rsa("rsa-1");
+    let cases = [
+        ("expired", p.rsa.sign(&expired), "expired"),
+        ("another audience", p.ec.sign(&other_audience), "aud"),
+        ("another issuer", p.rsa.sign(&other_issuer), "iss"),
+        ("another key", stranger.sign(&claims), "signature"),
+        ("not a JWT", "opaque-token".to_owned(), "not a signed JWT"),
+    ];
+    for (what, token, says) in cases {
+        let (status, challenge, body) = p
+            .mcp(Some(&format!("Bearer {token}")), "tools/list", json!({}))
+            .await;
+        assert_eq!(status, 401, "{what}: {body}");
+        let challenge = challenge.unwrap();
+        assert!(
+            challenge.starts_with("Bearer resource_metadata=\"http://acdm.test/.well-known/oauth-protected-resource/mcp\", error=\"invalid_token\", error_description=\"")
+                && challenge.contains(says),
+            "{what}: {challenge}"
+        );
+        assert_eq!(body["error"], "invalid_token", "{what}");
+        assert!(!challenge.contains(&token) && !body.to_string().contains(&token));
+    }
+    // A wrong service token is refused, even beside a valid person's token.
+    let response = p
+        .http
+        .post(p.url("/mcp"))
+        .header("X-ACDM-Service-Auth", "wrong-token-0123456789abcdef0123")
+        .header("Authorization", format!("Bearer {}", p.token("u-alice")))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    // The health probe stays open.
+    let health = p.http.get(p.url("/mcp/health")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    p.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_persons_token_reads_their_projects_only_and_another_is_as_if_missing() {
+    let p = people().await;
+
+    // Both keys' tokens work; the person sees the list tool.
+    let bearer = format!(
+        "Bearer {}",
+        p.ec.sign(&p.issuer.claims("u-alice", RESOURCE))
+    );
+    let (status, _, listed) = p.mcp(Some(&bearer), "tools/list", json!({})).await;
+    assert_eq!(status, 200, "{listed}");
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"acdm_list_projects"), "{names:?}");
+
+    let mine = p.call("u-alice", "acdm_list_projects", json!({})).await;
+    assert_eq!(
+        mine["structuredContent"]["projects"],
+        json!([{"project_name": "Alpha", "slug": "alpha", "role": "viewer", "folder": "/Projects/Alpha/"}]),
+        "{mine}"
+    );
+    let read = p
+        .call(
+            "u-alice",
+            "acdm_read_nextcloud_file",
+            json!({"project_name": "Alpha", "path": "/Projects/Alpha/plan.md"}),
+        )
+        .await;
+    assert!(
+        read["structuredContent"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("secret-alpha"),
+        "{read}"
+    );
+    let found = p
+        .call(
+            "u-alice",
+            "acdm_search_nextcloud",
+            json!({"project_name": "Alpha", "query": "budget"}),
+        )
+        .await;
+    assert_eq!(
+        found["structuredContent"]["hits"][0]["path"],
+        "/Projects/Alpha/plan.md"
+    );
+    // The wiki is for every authenticated person.
+    let wiki = p
+        .call("u-alice", "acdm_search_wiki", json!({"query": "anything"}))
+        .await;
+    assert_eq!(wiki["isError"], false, "{wiki}");
+
+    // Beta exists but is not hers: word for word a project that does not
+    // exist, by every tool, in every spelling.
+    fn read_form(name: &str) -> Value {
+        json!({"project_name": name, "path": format!("/Projects/{name}/plan.md")})
+    }
+    fn search_form(name: &str) -> Value {
+        json!({"project_name": name, "query": "budget"})
+    }
+    type Form = fn(&str) -> Value;
+    let forms: [(&str, Form); 2] = [
+        ("acdm_read_nextcloud_file", read_form),
+        ("acdm_search_nextcloud", search_form),
+    ];
+    for (tool, arguments) in forms {
+        for (theirs, missing) in [("Beta", "Gamma"), ("BETA", "GAMMA"), ("beta", "gamma")] {
+            let refused = p.call("u-alice", tool, arguments(theirs)).await;
+            let absent = p.call("u-alice", tool, arguments(missing)).await;
+            assert_eq!(refused["isError"], true, "{tool} {theirs}: {refused}");
+            assert_eq!(
+                refused["structuredContent"]["code"], "not_found",
+                "{refused}"
+            );
+            let text = refused.to_string();
+            assert!(!text.contains("secret-beta"), "{text}");
+            assert_eq!(
+                text.replace(theirs, "NAME"),
+                absent.to_string().replace(missing, "NAME"),
+                "{tool}: another project's answer differs from a missing one's"
+            );
+        }
+    }
+    // Her own project spelt in another case: the hint names it.
+    let hinted = p
+        .call(
+            "u-alice",
+            "acdm_search_nextcloud",
+            json!({"project_name": "alpha", "query": "budget"}),
+        )
+        .await;
+    assert!(
+        hinted["structuredContent"]["suggested_action"]
+            .as_str()
+            .unwrap()
+            .contains("\"Alpha\""),
+        "{hinted}"
+    );
+    // Bob reads Beta.
+    let bobs = p
+        .call(
+            "u-bob",
+            "acdm_read_nextcloud_file",
+            json!({"project_name": "Beta", "path": "/Projects/Beta/plan.md"}),
+        )
+        .await;
+    assert_eq!(bobs["isError"], false, "{bobs}");
+
+    // Removed from Beta: the next call is refused, no restart, no wait.
+    p.admin("DELETE", "/admin/projects/beta/members/u-bob", json!({}))
+        .await;
+    let gone = p
+        .call(
+            "u-bob",
+            "acdm_read_nextcloud_file",
+            json!({"project_name": "Beta", "path": "/Projects/Beta/plan.md"}),
+        )
+        .await;
+    assert_eq!(gone["structuredContent"]["code"], "not_found", "{gone}");
+    p.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_persons_token_opens_neither_the_agent_tools_nor_the_operator_api_and_the_service_token_works_as_before()
+ {
+    let p = people().await;
+    let token = p.token("u-bob");
+    for path in ["/agent-tools/nc/list", "/admin/projects"] {
+        let method = if path.starts_with("/admin") {
+            "GET"
+        } else {
+            "POST"
+        };
+        let response = p
+            .http
+            .request(method.parse().unwrap(), p.url(path))
+            .bearer_auth(&token)
+            .header("X-ACDM-User-Id", "u-bob")
+            .header("X-ACDM-Agent-Name", "project-alpha")
+            .header("X-ACDM-Thread-Id", "t-1")
+            .json(&json!({"rel_path": ""}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 401, "{path}");
+    }
+    // The engine's service token: every project by name, as before.
+    let response = p
+        .http
+        .post(p.url("/mcp"))
+        .header("X-ACDM-Service-Auth", TOKEN)
+        .header("Accept", "application/json, text/event-stream")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "acdm_read_nextcloud_file",
+                "arguments": {"project_name": "Beta", "path": "/Projects/Beta/plan.md"},
+            }}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert!(body.to_string().contains("secret-beta"), "{body}");
+    // ...and no list of "my" projects for it.
+    let response = p
+        .http
+        .post(p.url("/mcp"))
+        .header("X-ACDM-Service-Auth", TOKEN)
+        .header("Accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["result"]["tools"].as_array().unwrap().len(),
+        4,
+        "{body}"
+    );
+    p.app.stop().await;
+}
+
+/// The official MCP Python SDK (`cargo xtask setup` installs it into
+/// `.test-tools/venv`; missing, the test is skipped unless
+/// `ACDM_REQUIRE_WEBDAV` says the test tools must be there, as in CI).
+#[tokio::test]
+async fn a_person_signs_in_with_the_official_python_sdk() {
+    let python =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.test-tools/venv/bin/python");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/integration/mcp_people.py");
+    if !python.exists() {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "a test: CI requires the test tools"
+        )]
+        let required = std::env::var_os("ACDM_REQUIRE_WEBDAV").is_some();
+        assert!(
+            !required,
+            "the MCP Python SDK is not installed; run `cargo xtask setup`"
+        );
+        return;
+    }
+    let p = people().await;
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        tokio::process::Command::new(&python)
+            .arg(&script)
+            .arg(p.url("/mcp"))
+            .arg(p.token("u-alice"))
+            .output(),
+    )
+    .await
+    .expect("the SDK finishes")
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains(" 0 failed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    p.app.stop().await;
+}

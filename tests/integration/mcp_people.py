@@ -1,0 +1,86 @@
+"""A person's own MCP client: the official Python SDK (`mcp` on PyPI) with
+the person's access token from the identity provider.
+
+Run by the API suite (`tests/api/people.rs`) against a server whose
+issuer is the suite's local identity provider:
+
+    mcp_people.py URL ACCESS_TOKEN
+
+The token is u-alice's, a viewer of "Alpha" and of nothing else. Lists the
+tools (the person's list of projects among them), reads her project,
+is refused "Beta" exactly as a project that does not exist, and checks that
+a client without a token cannot initialize. Prints one line per check and
+ends with "N passed, M failed"; exits 1 on any failure.
+"""
+
+import asyncio
+import sys
+
+from mcp import ClientSession
+from mcp.client.streamable_http import streamablehttp_client
+
+
+class Checks:
+    def __init__(self) -> None:
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, ok: bool, what: str, detail: object = "") -> None:
+        if ok:
+            self.passed += 1
+            print(f"PASS {what}")
+        else:
+            self.failed += 1
+            print(f"FAIL {what}: {detail}")
+
+
+async def run(url: str, token: str, checks: Checks) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with streamablehttp_client(url, headers=headers) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            checks.check(init.serverInfo.name == "acdm-knowledge", "initialize with a bearer token", init.serverInfo)
+            names = [tool.name for tool in (await session.list_tools()).tools]
+            checks.check("acdm_list_projects" in names, "a person sees acdm_list_projects", names)
+
+            mine = await session.call_tool("acdm_list_projects", {})
+            projects = [p["project_name"] for p in (mine.structuredContent or {}).get("projects", [])]
+            checks.check(not mine.isError and projects == ["Alpha"], "her projects: Alpha only", mine.structuredContent)
+
+            plan = await session.call_tool("acdm_read_nextcloud_file",
+                                           {"path": "/Projects/Alpha/plan.md", "project_name": "Alpha"})
+            checks.check(not plan.isError and "secret-alpha" in (plan.structuredContent or {}).get("content", ""),
+                         "she reads her project's file", plan.structuredContent)
+
+            theirs = await session.call_tool("acdm_read_nextcloud_file",
+                                             {"path": "/Projects/Beta/plan.md", "project_name": "Beta"})
+            missing = await session.call_tool("acdm_read_nextcloud_file",
+                                              {"path": "/Projects/Gamma/plan.md", "project_name": "Gamma"})
+            same = (theirs.structuredContent or {}).get("message", "").replace("Beta", "X") == \
+                (missing.structuredContent or {}).get("message", "").replace("Gamma", "X")
+            checks.check(theirs.isError and (theirs.structuredContent or {}).get("code") == "not_found" and same,
+                         "another project is answered as a missing one", theirs.structuredContent)
+            checks.check("secret-beta" not in str(theirs), "nothing of Beta comes back", theirs)
+
+
+async def refused(url: str) -> bool:
+    try:
+        async with streamablehttp_client(url) as (read, write, _):
+            async with ClientSession(read, write) as session:
+                await asyncio.wait_for(session.initialize(), timeout=10)
+        return False
+    except BaseException:  # the SDK raises an exception group on HTTP 401
+        return True
+
+
+def main() -> int:
+    url, token = sys.argv[1], sys.argv[2]
+    checks = Checks()
+    asyncio.run(run(url, token, checks))
+    checks.check(asyncio.run(refused(url)), "a client without a token cannot initialize")
+    print(f"{checks.passed} passed, {checks.failed} failed")
+    return 1 if checks.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
