@@ -97,7 +97,8 @@ fn build(sources: Sources, settings: McpSettings, metrics: McpMetrics, direct: b
         ),
         metrics,
         settings.limits.clone(),
-    );
+    )
+    .with_people(settings.people.is_some());
     let allowed_hosts = if settings.allowed_hosts.is_empty() {
         LOOPBACK.iter().map(|h| (*h).to_owned()).collect()
     } else {

@@ -369,6 +369,9 @@ pub struct KnowledgeServer {
     tools: Tools,
     catalog: Arc<Vec<Tool>>,
     people_catalog: Arc<Vec<Tool>>,
+    /// Whether people's tokens are on: then every call must carry either
+    /// the gate's mark of the service token or a [`Person`] (fail closed).
+    people: bool,
     metrics: McpMetrics,
     limits: ToolLimits,
 }
@@ -382,9 +385,40 @@ impl KnowledgeServer {
             tools,
             catalog,
             people_catalog,
+            people: false,
             metrics,
             limits,
         }
+    }
+
+    /// The same server, with people's tokens on.
+    pub(crate) fn with_people(self, people: bool) -> Self {
+        Self { people, ..self }
+    }
+
+    /// Who calls: `Ok(Some(person))`, `Ok(None)` for the service, or the
+    /// refusal of a call that is neither (with people's tokens on, a call
+    /// that reached here without the gate's mark and without a person —
+    /// never expected; refused rather than served as the service's).
+    fn caller<'p>(
+        &self,
+        parts: Option<&'p http::request::Parts>,
+    ) -> Result<Option<&'p Person>, Failure> {
+        let person = parts.and_then(|p| p.extensions.get::<Person>());
+        let service = parts.is_some_and(|p| {
+            p.extensions
+                .get::<acdm_core::identity::ServiceAuthenticated>()
+                .is_some()
+        });
+        if self.people && person.is_none() && !service {
+            return Err(Failure::new(
+                acdm_core::ErrorCode::PermissionDenied,
+                "this call carries neither the service token nor a person's access token"
+                    .to_owned(),
+                "Connect again with your access token.",
+            ));
+        }
+        Ok(person)
     }
 
     /// Answers a `tools/call`: rmcp's handler (`call_tool`) and the direct
@@ -407,7 +441,10 @@ impl KnowledgeServer {
         request: CallToolRequestParams,
         parts: Option<&http::request::Parts>,
     ) -> Result<Result<Success, Failure>, McpError> {
-        let person = parts.and_then(|p| p.extensions.get::<Person>());
+        let person = match self.caller(parts) {
+            Ok(person) => person,
+            Err(refused) => return Ok(Err(refused)),
+        };
         let Some(name) = [SEARCH_WIKI, READ_WIKI, SEARCH_NEXTCLOUD, READ_NEXTCLOUD]
             .into_iter()
             .chain(person.map(|_| LIST_PROJECTS))
@@ -555,11 +592,10 @@ impl ServerHandler for KnowledgeServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let person = context
-            .extensions
-            .get::<http::request::Parts>()
-            .is_some_and(|p| p.extensions.get::<Person>().is_some());
-        let catalog = if person {
+        let person = self
+            .caller(context.extensions.get::<http::request::Parts>())
+            .map_err(|refused| McpError::invalid_request(refused.message().to_owned(), None))?;
+        let catalog = if person.is_some() {
             &self.people_catalog
         } else {
             &self.catalog
@@ -584,6 +620,51 @@ impl ServerHandler for KnowledgeServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn unconfigured_server() -> KnowledgeServer {
+        let none = || std::sync::Arc::new(acdm_sources::Unconfigured::new("-"));
+        KnowledgeServer::new(
+            Tools::new(
+                acdm_sources::Sources {
+                    wiki: none(),
+                    files: none(),
+                    search: none(),
+                },
+                acdm_core::AbsPath::parse("/Projects").unwrap(),
+                ReadLimits::default(),
+                None,
+            ),
+            McpMetrics::unregistered(),
+            ToolLimits::off(),
+        )
+    }
+
+    #[test]
+    fn with_people_on_a_call_with_neither_mark_is_refused_not_served_as_the_service() {
+        let parts = |person: bool, service: bool| {
+            let (mut parts, ()) = http::Request::new(()).into_parts();
+            if person {
+                parts.extensions.insert(Person {
+                    user: acdm_core::UserId::parse("u-1").unwrap(),
+                    memberships: std::sync::Arc::from(Vec::new()),
+                });
+            }
+            if service {
+                parts
+                    .extensions
+                    .insert(acdm_core::identity::ServiceAuthenticated);
+            }
+            parts
+        };
+        let on = unconfigured_server().with_people(true);
+        assert!(on.caller(Some(&parts(false, false))).is_err());
+        assert!(on.caller(None).is_err());
+        assert!(matches!(on.caller(Some(&parts(false, true))), Ok(None)));
+        assert!(matches!(on.caller(Some(&parts(true, false))), Ok(Some(_))));
+        // Without people's tokens, the gate let through only the service.
+        let off = unconfigured_server();
+        assert!(matches!(off.caller(Some(&parts(false, false))), Ok(None)));
+    }
 
     #[test]
     fn each_tools_limit_key_is_its_name_after_tool() {
