@@ -444,15 +444,20 @@ pub(crate) const SEED: &[(&str, &[u8])] = &[
 pub(crate) struct DatabaseChoice {
     /// `sqlite` or `postgres`, for failure messages.
     pub(crate) name: &'static str,
-    schema: Option<crate::helpers::PgSchema>,
+    postgres: bool,
     extra_env: Vec<(&'static str, String)>,
 }
 
 impl DatabaseChoice {
     /// The environment on this database (`None` without wsgidav, as
-    /// [`NcEnv::start`]).
+    /// [`NcEnv::start`]); a PostgreSQL schema is made only now, and
+    /// dropped by [`NcEnv::stop`].
     pub(crate) async fn start(self) -> Option<NcEnv> {
-        NcEnv::start_on(self.schema, self.extra_env).await
+        let schema = match self.postgres {
+            true => crate::helpers::PgSchema::create().await,
+            false => None,
+        };
+        NcEnv::start_on(schema, self.extra_env).await
     }
 }
 
@@ -503,15 +508,20 @@ impl NcEnv {
     pub(crate) async fn on_each_database(
         extra_env: Vec<(&'static str, String)>,
     ) -> Vec<DatabaseChoice> {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "a test: CI names its PostgreSQL in the environment"
+        )]
+        let postgres = std::env::var("ACDM_TEST_DATABASE_URL").is_ok_and(|u| !u.trim().is_empty());
         let mut choices = vec![DatabaseChoice {
             name: "sqlite",
-            schema: None,
+            postgres: false,
             extra_env: extra_env.clone(),
         }];
-        if let Some(schema) = crate::helpers::PgSchema::create().await {
+        if postgres {
             choices.push(DatabaseChoice {
                 name: "postgres",
-                schema: Some(schema),
+                postgres: true,
                 extra_env,
             });
         }

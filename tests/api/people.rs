@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use crate::helpers::{ADMIN_TOKEN, Options, TOKEN, TestApp, spawn_app};
 
-const PUBLIC: &str = "http://acdm.test";
-const RESOURCE: &str = "http://acdm.test/mcp";
+const PUBLIC: &str = "https://acdm.test";
+const RESOURCE: &str = "https://acdm.test/mcp";
 
 struct People {
     app: TestApp,
@@ -172,7 +172,7 @@ async fn the_metadata_and_the_challenge_follow_rfc_9728() {
     assert_eq!(
         challenge.as_deref(),
         Some(
-            "Bearer resource_metadata=\"http://acdm.test/.well-known/oauth-protected-resource/mcp\""
+            "Bearer resource_metadata=\"https://acdm.test/.well-known/oauth-protected-resource/mcp\""
         )
     );
     assert!(!body.to_string().contains("secret"), "{body}");
@@ -182,7 +182,7 @@ async fn the_metadata_and_the_challenge_follow_rfc_9728() {
     let mut expired = claims.clone();
     expired["exp"] = json!(acdm_test_support::issuer::now() - 3600);
     let mut other_audience = claims.clone();
-    other_audience["aud"] = json!("http://elsewhere.test/mcp");
+    other_audience["aud"] = json!("https://elsewhere.test/mcp");
     let mut other_issuer = claims.clone();
     other_issuer["iss"] = json!("http://127.0.0.1:1/realms/other");
     let stranger = SigningKey::rsa("rsa-1");
@@ -200,7 +200,7 @@ async fn the_metadata_and_the_challenge_follow_rfc_9728() {
         assert_eq!(status, 401, "{what}: {body}");
         let challenge = challenge.unwrap();
         assert!(
-            challenge.starts_with("Bearer resource_metadata=\"http://acdm.test/.well-known/oauth-protected-resource/mcp\", error=\"invalid_token\", error_description=\"")
+            challenge.starts_with("Bearer resource_metadata=\"https://acdm.test/.well-known/oauth-protected-resource/mcp\", error=\"invalid_token\", error_description=\"")
                 && challenge.contains(says),
             "{what}: {challenge}"
         );
@@ -326,6 +326,35 @@ async fn a_persons_token_reads_their_projects_only_and_another_is_as_if_missing(
             .contains("\"Alpha\""),
         "{hinted}"
     );
+    // The same through rmcp's own handler (a call with `_meta`, which the
+    // direct path leaves to rmcp): the person travels with the request.
+    let bearer = format!("Bearer {}", p.token("u-alice"));
+    for (name, secret, code) in [
+        ("Alpha", "secret-alpha", None),
+        ("Beta", "secret-beta", Some("not_found")),
+    ] {
+        let (status, _, body) = p
+            .mcp(
+                Some(&bearer),
+                "tools/call",
+                json!({
+                    "name": "acdm_read_nextcloud_file",
+                    "arguments": {"project_name": name, "path": format!("/Projects/{name}/plan.md")},
+                    "_meta": {"progressToken": "p-1"},
+                }),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let text = body.to_string();
+        match code {
+            None => assert!(text.contains(secret), "{text}"),
+            Some(code) => {
+                assert!(!text.contains(secret), "{text}");
+                assert_eq!(body["result"]["structuredContent"]["code"], code, "{text}");
+            }
+        }
+    }
+
     // Bob reads Beta.
     let bobs = p
         .call(

@@ -392,9 +392,9 @@ impl Kind for InstanceUrl {
     }
 }
 
-/// An identity provider's URL (its issuer, or its JWKS): HTTPS, or plain
-/// HTTP only on a loopback address (a local identity provider); no
-/// credentials, no fragment.
+/// An identity provider's URL (its JWKS): HTTPS, or plain HTTP only on a
+/// loopback address (a local identity provider); no credentials, no
+/// fragment.
 pub(crate) struct IssuerUrl;
 
 impl Kind for IssuerUrl {
@@ -413,6 +413,23 @@ impl Kind for IssuerUrl {
 
     fn show(&self, value: &url::Url) -> Json {
         json!(value.as_str())
+    }
+}
+
+/// An OpenID Connect issuer identifier: an [`IssuerUrl`] kept exactly as
+/// written (tokens' `iss` and clients compare it verbatim, a trailing
+/// slash included).
+pub(crate) struct Issuer;
+
+impl Kind for Issuer {
+    type Value = String;
+
+    fn parse(&self, text: &str) -> Result<String, String> {
+        IssuerUrl.parse(text).map(|_| text.to_owned())
+    }
+
+    fn show(&self, value: &String) -> Json {
+        json!(value)
     }
 }
 

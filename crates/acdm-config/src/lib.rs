@@ -38,8 +38,8 @@ use url::Url;
 
 pub use kinds::CaCertificates;
 use kinds::{
-    Address, Bool, CaFile, Checked, Count, DatabaseUrl, Folder, Hosts, InstanceUrl, IssuerUrl,
-    LogFilter, LogFormats, Millis, Optional, Policy, Seconds, Secret, StorePath, Token,
+    Address, Bool, CaFile, Checked, Count, DatabaseUrl, Folder, Hosts, InstanceUrl, Issuer,
+    IssuerUrl, LogFilter, LogFormats, Millis, Optional, Policy, Seconds, Secret, StorePath, Token,
     WebhookSecret, WebhookUrl, check_nextcloud_user, check_project_id, number,
 };
 pub use reader::Setting;
@@ -331,10 +331,10 @@ settings! {
         public_url: Option<Url> = "ACDM_PUBLIC_URL", default "(unset)", Optional(InstanceUrl);
         /// The OpenID Connect issuer whose access tokens open `/mcp` to people's own MCP
         /// clients, exactly as its tokens' `iss` says it (`https://idp.example.com/realms/acdm`;
-        /// plain `http://` only on a loopback address). Unset: `/mcp` takes the service token
-        /// only. A person's token reads only the projects they are a member of, and opens
-        /// neither `/agent-tools` nor `/admin`.
-        oidc_issuer: Option<Url> = "ACDM_OIDC_ISSUER", default "(unset)", Optional(IssuerUrl);
+        /// plain `http://` only on a loopback address). Needs `ACDM_PUBLIC_URL`. Unset: `/mcp`
+        /// takes the service token only. A person's token reads only the projects they are a
+        /// member of, and opens neither `/agent-tools` nor `/admin`.
+        oidc_issuer: Option<String> = "ACDM_OIDC_ISSUER", default "(unset)", Optional(Issuer);
         /// The audience people's tokens must name in `aud` (RFC 8707). Unset: this server's
         /// resource URI, `<ACDM_PUBLIC_URL>/mcp`.
         oidc_audience: Option<String> = "ACDM_OIDC_AUDIENCE", default "(unset)",
@@ -342,8 +342,10 @@ settings! {
         /// The issuer's JWKS, when its discovery document
         /// (`<issuer>/.well-known/openid-configuration`) should not be read.
         oidc_jwks_url: Option<Url> = "ACDM_OIDC_JWKS_URL", default "(unset)", Optional(IssuerUrl);
-        /// The token claim holding the user's id, as project members are named
-        /// (`sub`, `preferred_username`, `email`…).
+        /// The token claim holding the user's id, as project members are named. Use a claim
+        /// the person cannot change: `sub` (or Entra ID's `oid`). `email` is accepted only
+        /// with `email_verified: true` in the token; `preferred_username` and other claims a
+        /// person may edit at some issuers would let them take another's memberships.
         oidc_user_claim: String = "ACDM_OIDC_USER_CLAIM", default "sub",
             Checked(check_claim_name);
         /// Largest request body accepted, in bytes (1024–268435456); larger bodies get
@@ -609,6 +611,30 @@ impl Config {
         for dependent in ["ACDM_OIDC_AUDIENCE", "ACDM_OIDC_JWKS_URL"] {
             if !issuer_set && r.is_set(dependent) {
                 r.require("ACDM_OIDC_ISSUER", dependent);
+            }
+        }
+        if issuer_set {
+            // The resource people's clients are told of and tokens are
+            // for: never a listen address, and at the host's root (RFC
+            // 9728 puts the metadata of `https://h/p/mcp` at
+            // `https://h/.well-known/oauth-protected-resource/p/mcp`,
+            // which the gate does not open).
+            let public = r
+                .valid_text("ACDM_PUBLIC_URL", &InstanceUrl)
+                .and_then(|text| Url::parse(&text).ok());
+            match public {
+                None if !r.is_set("ACDM_PUBLIC_URL") => {
+                    r.require("ACDM_PUBLIC_URL", "ACDM_OIDC_ISSUER");
+                }
+                Some(url) if url.path() != "/" => r.problem(
+                    "ACDM_PUBLIC_URL",
+                    "must be the service's root (no path) when ACDM_OIDC_ISSUER is set",
+                ),
+                Some(url) if !acdm_sources::oidc::secure_or_loopback(&url) => r.problem(
+                    "ACDM_PUBLIC_URL",
+                    "must be https:// (plain http:// only on a loopback address) when ACDM_OIDC_ISSUER is set",
+                ),
+                _ => {}
             }
         }
 

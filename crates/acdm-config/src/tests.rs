@@ -675,3 +675,69 @@ fn approval_settings_are_checked_at_start_naming_them() {
         "the receiver's key is not shown: {url:?}"
     );
 }
+
+#[test]
+fn people_token_settings_are_checked_at_start_naming_them() {
+    let problems = |pairs: &[(&str, &str)]| match load(pairs) {
+        Ok(_) => Vec::new(),
+        Err(error) => error.problems,
+    };
+    let names = |pairs: &[(&str, &str)], name: &str, says: &str| {
+        let found = problems(pairs);
+        assert!(
+            found
+                .iter()
+                .any(|p| p.starts_with(name) && p.contains(says)),
+            "{pairs:?}: {found:?}"
+        );
+    };
+    let issuer = ("ACDM_OIDC_ISSUER", "https://idp.example.com/realms/acdm");
+    names(
+        &[issuer],
+        "ACDM_PUBLIC_URL",
+        "required when ACDM_OIDC_ISSUER",
+    );
+    names(
+        &[issuer, ("ACDM_PUBLIC_URL", "https://h.example.com/acdm")],
+        "ACDM_PUBLIC_URL",
+        "no path",
+    );
+    names(
+        &[issuer, ("ACDM_PUBLIC_URL", "http://h.example.com")],
+        "ACDM_PUBLIC_URL",
+        "https://",
+    );
+    names(
+        &[
+            ("ACDM_OIDC_ISSUER", "http://idp.example.com/realms/acdm"),
+            ("ACDM_PUBLIC_URL", "https://h.example.com"),
+        ],
+        "ACDM_OIDC_ISSUER",
+        "https://",
+    );
+    names(
+        &[("ACDM_OIDC_AUDIENCE", "https://h.example.com/mcp")],
+        "ACDM_OIDC_ISSUER",
+        "required when ACDM_OIDC_AUDIENCE",
+    );
+    names(
+        &[
+            issuer,
+            ("ACDM_PUBLIC_URL", "https://h.example.com"),
+            ("ACDM_OIDC_USER_CLAIM", "a claim"),
+        ],
+        "ACDM_OIDC_USER_CLAIM",
+        "claim name",
+    );
+    // A local identity provider on loopback may be plain HTTP; the issuer
+    // is kept as written, and the audience defaults to the resource.
+    let config = load(&[
+        ("ACDM_OIDC_ISSUER", "http://127.0.0.1:8080/realms/dev/"),
+        ("ACDM_PUBLIC_URL", "https://acdm.example.com/"),
+    ])
+    .unwrap();
+    let oidc = config.oidc().unwrap();
+    assert_eq!(oidc.issuer, "http://127.0.0.1:8080/realms/dev/");
+    assert_eq!(oidc.audience, "https://acdm.example.com/mcp");
+    assert_eq!(oidc.user_claim, "sub");
+}

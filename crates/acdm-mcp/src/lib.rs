@@ -4,8 +4,9 @@
 //! streamable HTTP, stateless with JSON responses by default so any
 //! replica can answer any request), `/mcp/health` per source, and
 //! Prometheus metrics per tool. The service gate in front of it (in the
-//! binary) has already checked the service token and refused browsers;
-//! this crate adds the `Host` allow-list (`host.rs`: the `Host` header and
+//! binary) has already refused browsers and checked the service token —
+//! or, with people's tokens on, let a request without it through, which
+//! `people.rs` authenticates here; this crate adds the `Host` allow-list (`host.rs`: the `Host` header and
 //! an absolute-form target's authority, refused with an envelope naming
 //! `ACDM_MCP_ALLOWED_HOSTS`) and the tool-level rules.
 //!

@@ -94,7 +94,9 @@ impl PeopleAuth {
         let metadata_url = format!("{base}/.well-known/oauth-protected-resource/mcp");
         let metadata = serde_json::json!({
             "resource": resource,
-            "authorization_servers": [verifier.issuer().as_str().trim_end_matches('/')],
+            // Verbatim: clients compare it with the issuer's own metadata
+            // exactly (RFC 8414 §3.3), trailing slash included.
+            "authorization_servers": [verifier.issuer()],
             "bearer_methods_supported": ["header"],
             "resource_name": "a-cdm knowledge (MCP)",
             "resource_documentation": format!("{base}/api-docs"),

@@ -22,7 +22,15 @@
 //!   token without it is refused: RFC 8707's audience binding) and must
 //!   hold the configured audience; `exp` is required and `nbf` checked,
 //!   both with [`OidcSettings::leeway`] for clock skew. The user is the
-//!   string claim [`OidcSettings::user_claim`] names (`sub` by default).
+//!   string claim [`OidcSettings::user_claim`] names (`sub` by default;
+//!   `email` only with `email_verified: true`).
+//! - **Fetching.** A fetch runs in a task of its own, so neither the
+//!   calling request's deadline nor its caller going away cuts it short,
+//!   and the calls needing it meanwhile wait for it; the refetch bound
+//!   counts from the last fetch that ended. While the issuer cannot be
+//!   reached, a token whose key is not held is
+//!   [`TokenError::Unavailable`] (503), not a bad token, and keys held are
+//!   dropped after six key lifetimes.
 //!
 //! The token itself is never logged nor put in an error.
 
@@ -61,9 +69,10 @@ const ACCEPTED: &[Algorithm] = &[
 /// Which issuer to trust, and how.
 #[derive(Debug, Clone)]
 pub struct OidcSettings {
-    /// The issuer, exactly as its tokens' `iss` says it (a trailing slash
-    /// is tolerated either way).
-    pub issuer: Url,
+    /// The issuer, exactly as its tokens' `iss` say it and as it was
+    /// configured (a trailing slash is tolerated either way in `iss`); an
+    /// http(s) URL.
+    pub issuer: String,
     /// The audience tokens must name in `aud`: this server's resource URI.
     pub audience: String,
     /// The JWKS to use instead of the one discovery names.
@@ -82,7 +91,7 @@ pub struct OidcSettings {
 impl OidcSettings {
     /// Settings for `issuer` and `audience` with the defaults: `sub`, 60 s
     /// of skew, a refetch at most every 30 s, keys kept 10 minutes.
-    pub fn new(issuer: Url, audience: String) -> Self {
+    pub fn new(issuer: String, audience: String) -> Self {
         Self {
             issuer,
             audience,
@@ -153,15 +162,23 @@ struct Keys {
     by_kid: HashMap<String, (DecodingKey, Option<Algorithm>)>,
     /// Keys without a `kid`, usable by a token without one.
     unnamed: Vec<(DecodingKey, Option<Algorithm>)>,
+    /// When the keys held were fetched.
     fetched_at: Option<Instant>,
-    attempted_at: Option<Instant>,
+    /// When the last fetch ended, whatever its outcome.
+    ended_at: Option<Instant>,
+    /// Whether the last fetch failed.
+    failed: bool,
     jwks_url: Option<Url>,
 }
+
+/// Held keys are dropped when the issuer has been unreachable this many
+/// key lifetimes since they were fetched (an hour by default).
+const HARD_MAX_AGE_FACTOR: u32 = 6;
 
 impl std::fmt::Debug for TokenVerifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TokenVerifier")
-            .field("issuer", &self.inner.settings.issuer.as_str())
+            .field("issuer", &self.inner.settings.issuer)
             .finish_non_exhaustive()
     }
 }
@@ -185,8 +202,8 @@ impl TokenVerifier {
         }
     }
 
-    /// The issuer.
-    pub fn issuer(&self) -> &Url {
+    /// The issuer, as configured.
+    pub fn issuer(&self) -> &str {
         &self.inner.settings.issuer
     }
 
@@ -222,6 +239,14 @@ impl TokenVerifier {
                     settings.user_claim
                 ))
             })?;
+        // An address the person may have typed but not proven names no one.
+        if settings.user_claim == "email"
+            && data.claims.get("email_verified") != Some(&serde_json::Value::Bool(true))
+        {
+            return Err(TokenError::Invalid(
+                "its `email` is not verified (`email_verified` is not true)".to_owned(),
+            ));
+        }
         let expires_at = data
             .claims
             .get("exp")
@@ -235,57 +260,81 @@ impl TokenVerifier {
 
     /// The key for a token's `kid` and `alg`, fetching the JWKS when the
     /// cache has none (within the refetch bound) or is too old.
+    ///
+    /// A fetch runs in a task of its own: it is not cut short by the
+    /// calling request's deadline or by its caller going away, and the
+    /// calls that need it meanwhile wait for it. The refetch bound counts
+    /// from the last fetch that *ended*; while the last one failed, a token
+    /// whose key is not held is `Unavailable` (503), not a bad token.
     async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, TokenError> {
         let now = self.inner.clock.now();
+        let settings = &self.inner.settings;
         let (found, stale, may_refetch) = {
             let keys = self.read_keys();
             let stale = keys
                 .fetched_at
-                .is_none_or(|at| now.duration_since(at) >= self.inner.settings.max_key_age);
+                .is_none_or(|at| now.duration_since(at) >= settings.max_key_age);
             let may_refetch = keys
-                .attempted_at
-                .is_none_or(|at| now.duration_since(at) >= self.inner.settings.refetch_after);
+                .ended_at
+                .is_none_or(|at| now.duration_since(at) >= settings.refetch_after);
             (keys.find(kid, alg), stale, may_refetch)
         };
         match found {
-            Some(key) if !stale => return key,
-            Some(key) if !may_refetch => return key,
-            None if !may_refetch => return Err(TokenError::UnknownKey),
+            Some(key) if !stale || !may_refetch => return key,
+            None if !may_refetch => return Err(self.read_keys().missing()),
             _ => {}
         }
         let _one = self.inner.fetching.lock().await;
-        // Another call may have fetched while this one waited.
-        let fresh = self.read_keys().attempted_at.is_some_and(|at| at >= now)
-            && self.inner.settings.refetch_after > Duration::ZERO;
-        if !fresh {
-            let attempt = self.inner.clock.now();
-            self.write_keys().attempted_at = Some(attempt);
-            match self.fetch().await {
-                Ok((url, by_kid, unnamed)) => {
-                    let mut keys = self.write_keys();
-                    keys.by_kid = by_kid;
-                    keys.unnamed = unnamed;
-                    keys.fetched_at = Some(attempt);
-                    keys.jwks_url = Some(url);
-                    tracing::info!(
-                        keys = keys.by_kid.len() + keys.unnamed.len(),
-                        "identity provider keys fetched"
-                    );
-                }
-                Err(error) => {
-                    tracing::warn!(error = %error, "cannot fetch the identity provider's keys");
-                    // Keys already held keep working until they are found
-                    // withdrawn.
-                    if let Some(key) = self.read_keys().find(kid, alg) {
-                        return key;
-                    }
-                    return Err(TokenError::Unavailable(error));
+        // A fetch that ended while this call waited answers it.
+        let ended_meanwhile = self.read_keys().ended_at.is_some_and(|at| at >= now);
+        if !ended_meanwhile {
+            let this = self.clone();
+            let fetched = tokio::spawn(async move { this.fetch_and_keep().await }).await;
+            if fetched.is_err() {
+                self.write_keys().failed = true;
+            }
+        }
+        let keys = self.read_keys();
+        match keys.find(kid, alg) {
+            Some(key) => key,
+            None => Err(keys.missing()),
+        }
+    }
+
+    /// Fetches the JWKS and keeps its keys; on failure keeps the keys held
+    /// (dropped once older than [`HARD_MAX_AGE_FACTOR`] key ages: a key the
+    /// issuer withdrew must not verify for ever while it is unreachable).
+    async fn fetch_and_keep(&self) {
+        let outcome = self.fetch().await;
+        let ended = self.inner.clock.now();
+        let mut keys = self.write_keys();
+        keys.ended_at = Some(ended);
+        match outcome {
+            Ok((url, by_kid, unnamed)) => {
+                keys.by_kid = by_kid;
+                keys.unnamed = unnamed;
+                keys.fetched_at = Some(ended);
+                keys.jwks_url = Some(url);
+                keys.failed = false;
+                tracing::info!(
+                    keys = keys.by_kid.len() + keys.unnamed.len(),
+                    "identity provider keys fetched"
+                );
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, "cannot fetch the identity provider's keys");
+                keys.failed = true;
+                let hard_max = self.inner.settings.max_key_age * HARD_MAX_AGE_FACTOR;
+                if keys
+                    .fetched_at
+                    .is_some_and(|at| ended.duration_since(at) >= hard_max)
+                {
+                    keys.by_kid.clear();
+                    keys.unnamed.clear();
+                    keys.fetched_at = None;
                 }
             }
         }
-        self.read_keys()
-            .find(kid, alg)
-            .unwrap_or(Err(TokenError::UnknownKey))
     }
 
     fn read_keys(&self) -> std::sync::RwLockReadGuard<'_, Keys> {
@@ -318,10 +367,15 @@ impl TokenVerifier {
             let Ok(key) = DecodingKey::from_jwk(&jwk) else {
                 continue;
             };
-            let alg = jwk
-                .common
-                .key_algorithm
-                .and_then(|a| a.to_string().parse::<Algorithm>().ok());
+            // A stated algorithm must be a signature algorithm (a key
+            // for RSA-OAEP is not one to verify with).
+            let alg = match jwk.common.key_algorithm {
+                None => None,
+                Some(stated) => match stated.to_string().parse::<Algorithm>() {
+                    Ok(alg) => Some(alg),
+                    Err(_) => continue,
+                },
+            };
             match jwk.common.key_id {
                 Some(kid) => {
                     by_kid.insert(kid, (key, alg));
@@ -385,6 +439,18 @@ impl TokenVerifier {
 type KeyMap = HashMap<String, (DecodingKey, Option<Algorithm>)>;
 
 impl Keys {
+    /// Why no key matches: the issuer is unreachable, or it publishes none.
+    fn missing(&self) -> TokenError {
+        if self.failed {
+            TokenError::Unavailable(SourceError::invalid(
+                SOURCE,
+                "its keys could not be fetched at the last attempt",
+            ))
+        } else {
+            TokenError::UnknownKey
+        }
+    }
+
     /// The key for `kid` (or the only unnamed one for a token without a
     /// `kid`), usable with `alg`.
     fn find(&self, kid: Option<&str>, alg: Algorithm) -> Option<Result<DecodingKey, TokenError>> {

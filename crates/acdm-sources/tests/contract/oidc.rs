@@ -24,10 +24,7 @@ fn client() -> HttpClient {
 }
 
 fn verifier(issuer: &TestIssuer, clock: Arc<ManualClock>) -> TokenVerifier {
-    let settings = OidcSettings::new(
-        url::Url::parse(&issuer.issuer).unwrap(),
-        AUDIENCE.to_owned(),
-    );
+    let settings = OidcSettings::new(issuer.issuer.clone(), AUDIENCE.to_owned());
     TokenVerifier::with_clock(settings, client(), clock)
 }
 
@@ -238,6 +235,16 @@ async fn symmetric_keys_in_the_jwks_are_never_used() {
         TokenError::Algorithm
     ));
     assert!(verifier.verify(&rsa.sign(&claims)).await.is_ok());
+    // An accepted algorithm naming the symmetric key: the key is not held
+    // at all (a held one would answer `Algorithm`).
+    let stranger = SigningKey::ec("oct-1");
+    assert!(matches!(
+        refused(
+            verifier.verify(&stranger.sign(&claims)).await,
+            "oct as ES256"
+        ),
+        TokenError::UnknownKey
+    ));
 }
 
 #[tokio::test]
@@ -248,8 +255,67 @@ async fn an_issuer_that_cannot_be_reached_is_unavailable_not_a_bad_token() {
     let token = rsa.sign(&claims);
     let url = issuer.issuer.clone();
     drop(issuer);
-    let settings = OidcSettings::new(url::Url::parse(&url).unwrap(), AUDIENCE.to_owned());
+    let settings = OidcSettings::new(url, AUDIENCE.to_owned());
     let verifier = TokenVerifier::with_clock(settings, client(), Arc::new(ManualClock::new()));
     let error = refused(verifier.verify(&token).await, "unreachable");
     assert!(error.is_unavailable(), "{error}");
+    // Within the refetch bound no fetch is tried, and it is still the
+    // issuer, not the token.
+    let again = refused(verifier.verify(&token).await, "unreachable again");
+    assert!(again.is_unavailable(), "{again}");
+}
+
+#[tokio::test]
+async fn calls_arriving_together_share_one_fetch_that_no_caller_can_cut_short() {
+    let rsa = SigningKey::rsa("rsa-1");
+    let issuer = TestIssuer::start(&[&rsa]).await;
+    let verifier = verifier(&issuer, Arc::new(ManualClock::new()));
+    let token = rsa.sign(&issuer.claims("u-erin", AUDIENCE));
+    // The first caller's own deadline has passed already: the fetch it
+    // starts is not bound by it, and the keys it brings serve it.
+    let first =
+        acdm_sources::deadline::within(tokio::time::Instant::now(), verifier.verify(&token)).await;
+    assert!(first.is_ok(), "{first:?}");
+    assert_eq!(issuer.jwks_fetches(), 1);
+
+    // A cold verifier: sixteen calls at once, one fetch, all accepted.
+    let cold = TestIssuer::start(&[&rsa]).await;
+    let verifier = verifier_for(&cold);
+    let token = rsa.sign(&cold.claims("u-erin", AUDIENCE));
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let (verifier, token) = (verifier.clone(), token.clone());
+        calls.spawn(async move { verifier.verify(&token).await });
+    }
+    while let Some(outcome) = calls.join_next().await {
+        let outcome = outcome.unwrap();
+        assert!(outcome.is_ok(), "{outcome:?}");
+    }
+    assert_eq!(cold.jwks_fetches(), 1);
+}
+
+#[tokio::test]
+async fn an_email_names_the_user_only_when_it_is_verified() {
+    let rsa = SigningKey::rsa("rsa-1");
+    let issuer = TestIssuer::start(&[&rsa]).await;
+    let mut settings = OidcSettings::new(issuer.issuer.clone(), AUDIENCE.to_owned());
+    settings.user_claim = "email".to_owned();
+    let verifier = TokenVerifier::with_clock(settings, client(), Arc::new(ManualClock::new()));
+    let mut claims = issuer.claims("u-frank", AUDIENCE);
+    claims["email"] = json!("frank@example.com");
+    let error = refused(verifier.verify(&rsa.sign(&claims)).await, "unverified");
+    assert!(error.to_string().contains("email_verified"), "{error}");
+    claims["email_verified"] = json!("true");
+    assert!(
+        verifier.verify(&rsa.sign(&claims)).await.is_err(),
+        "a string is not true"
+    );
+    claims["email_verified"] = json!(true);
+    let verified = verifier.verify(&rsa.sign(&claims)).await.unwrap();
+    assert_eq!(verified.user, "frank@example.com");
+}
+
+/// A verifier of `issuer` on a clock of its own.
+fn verifier_for(issuer: &TestIssuer) -> TokenVerifier {
+    verifier(issuer, Arc::new(ManualClock::new()))
 }
