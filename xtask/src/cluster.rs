@@ -16,7 +16,8 @@
 //!
 //! The replicas run the test suite's build ([`Build::Dev`]) unless
 //! `--release` asks for the release binary, the one that ships (CI runs
-//! the suite so, with thin LTO: the shipping code built and run). The
+//! the suite on the test suite's build: a release build compiles every
+//! dependency again, ten minutes on CI's two cores). The
 //! harness is always the test suite's build: it only drives and checks.
 //!
 //! Arguments after `--` go to the harness (`--set KEY=VALUE` gives every
