@@ -112,12 +112,7 @@ impl PeopleAuth {
 
     /// The metadata document (RFC 9728 §2).
     pub(crate) fn metadata(&self) -> Response {
-        let mut response = Response::new(Body::from(self.metadata.to_string()));
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        response
+        json_response(StatusCode::OK, self.metadata.to_string())
     }
 
     /// The request with its [`Person`], or the answer refusing it.
@@ -187,15 +182,11 @@ impl PeopleAuth {
                 serde_json::json!({"error": "invalid_token", "error_description": reason}),
             ),
         };
-        let mut response = Response::new(Body::from(body.to_string()));
-        *response.status_mut() = StatusCode::UNAUTHORIZED;
-        let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
+        let mut response = json_response(StatusCode::UNAUTHORIZED, body.to_string());
         if let Ok(value) = HeaderValue::from_str(&challenge) {
-            headers.insert(header::WWW_AUTHENTICATE, value);
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
         }
         response
     }
@@ -210,18 +201,23 @@ fn bearer(value: &HeaderValue) -> Option<&str> {
 }
 
 fn unavailable(message: &str) -> Response {
-    let mut response = Response::new(Body::from(
-        serde_json::json!({"error": "temporarily_unavailable", "error_description": message})
-            .to_string(),
-    ));
-    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    let body =
+        serde_json::json!({"error": "temporarily_unavailable", "error_description": message});
+    let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, body.to_string());
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    response
+}
+
+/// `body` (JSON) with `status`.
+fn json_response(status: StatusCode, body: String) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
     response
 }
 

@@ -158,32 +158,26 @@ pub enum Decision {
 /// The gate's decision on a request.
 pub fn decide(gate: &ServiceGate, req: &Request) -> Decision {
     let has_origin = req.headers().contains_key(header::ORIGIN);
-    match classify(req.uri().path()) {
-        PathClass::Open => Decision::Pass,
-        PathClass::Operator if has_origin => Decision::Refuse(browser_refusal()),
-        PathClass::Operator | PathClass::Console => Decision::Pass,
-        PathClass::Mcp if gate.admits(req.headers()) && !has_origin => Decision::Service,
-        PathClass::Mcp if gate.people && !req.headers().contains_key(SERVICE_AUTH) => {
-            if has_origin {
-                Decision::Refuse(browser_refusal())
-            } else {
-                Decision::Pass
-            }
-        }
-        PathClass::Gated | PathClass::Mcp if !gate.admits(req.headers()) => {
-            Decision::Refuse(refusal())
-        }
-        PathClass::Gated | PathClass::Mcp if has_origin => Decision::Refuse(browser_refusal()),
-        PathClass::Gated | PathClass::Mcp => Decision::Service,
+    let class = classify(req.uri().path());
+    match class {
+        PathClass::Open => return Decision::Pass,
+        PathClass::Operator if has_origin => return Decision::Refuse(browser_refusal()),
+        PathClass::Operator | PathClass::Console => return Decision::Pass,
+        PathClass::Mcp | PathClass::Gated => {}
     }
-}
-
-/// The gate's decision on a request: `None` lets it through, `Some` is
-/// the refusal to answer instead.
-pub fn refusal_for(gate: &ServiceGate, req: &Request) -> Option<Response> {
-    match decide(gate, req) {
-        Decision::Refuse(refused) => Some(refused),
-        Decision::Pass | Decision::Service => None,
+    let service = gate.admits(req.headers());
+    // A person's request to `/mcp`: no service token at all (a wrong one is
+    // refused), for the MCP server to authenticate.
+    let person =
+        class == PathClass::Mcp && gate.people && !req.headers().contains_key(SERVICE_AUTH);
+    if !service && !person {
+        Decision::Refuse(refusal())
+    } else if has_origin {
+        Decision::Refuse(browser_refusal())
+    } else if service {
+        Decision::Service
+    } else {
+        Decision::Pass
     }
 }
 
@@ -239,6 +233,51 @@ mod tests {
         check("/api-docs", PathClass::Open);
         check("/api-docs/", PathClass::Gated);
         check("/ADMIN/projects", PathClass::Gated);
+    }
+
+    #[test]
+    fn mcp_passes_without_the_token_only_for_people_and_never_for_a_browser() {
+        let token = "0123456789abcdef0123456789abcdef";
+        let decide_on = |people: bool, path: &str, headers: &[(&str, &str)]| {
+            let gate = ServiceGate::new(Some(token)).with_people(people);
+            let mut request = Request::new(Body::empty());
+            *request.uri_mut() = path.parse().unwrap();
+            for (name, value) in headers {
+                request.headers_mut().append(
+                    HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                    HeaderValue::from_str(value).unwrap(),
+                );
+            }
+            match decide(&gate, &request) {
+                Decision::Pass => "pass",
+                Decision::Service => "service",
+                Decision::Refuse(r) if r.status() == StatusCode::UNAUTHORIZED => "401",
+                Decision::Refuse(_) => "403",
+            }
+        };
+        let service = ("x-acdm-service-auth", token);
+        let wrong = ("x-acdm-service-auth", "wrong-token-0123456789abcdef0123");
+        let origin = ("origin", "https://evil.example");
+        for people in [false, true] {
+            assert_eq!(decide_on(people, "/mcp", &[service]), "service");
+            assert_eq!(decide_on(people, "/mcp", &[wrong]), "401");
+            assert_eq!(decide_on(people, "/mcp", &[service, origin]), "403");
+            assert_eq!(decide_on(people, "/agent-tools/nc/list", &[]), "401");
+            assert_eq!(
+                decide_on(people, "/agent-tools/nc/list", &[service]),
+                "service"
+            );
+            assert_eq!(decide_on(people, "/mcp/mcp", &[]), "401");
+        }
+        assert_eq!(decide_on(false, "/mcp", &[]), "401");
+        assert_eq!(decide_on(true, "/mcp", &[]), "pass");
+        assert_eq!(decide_on(true, "/mcp/", &[]), "pass");
+        assert_eq!(decide_on(true, "/mcp", &[origin]), "403");
+        assert_eq!(decide_on(true, "/mcp", &[wrong, origin]), "401");
+        assert_eq!(
+            decide_on(true, "/.well-known/oauth-protected-resource", &[]),
+            "pass"
+        );
     }
 
     #[test]
