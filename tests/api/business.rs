@@ -74,7 +74,17 @@ pub(crate) async fn seed_report(
     title: &str,
     status: ReportStatus,
 ) -> ReportId {
-    let state = &env.app.state;
+    seed_report_in(&env.app, project, title, status).await
+}
+
+/// [`seed_report`] in any app.
+pub(crate) async fn seed_report_in(
+    app: &crate::helpers::TestApp,
+    project: &str,
+    title: &str,
+    status: ReportStatus,
+) -> ReportId {
+    let state = &app.state;
     let details = state
         .store
         .project(&acdm_core::ProjectSlug::parse(project).unwrap())

@@ -440,6 +440,214 @@ async fn a_persons_token_opens_neither_the_agent_tools_nor_the_operator_api_and_
     p.app.stop().await;
 }
 
+/// A JSON-RPC answer with the given names put back as `NAME`, to compare
+/// another project's answer with a missing one's word for word.
+fn named(answer: &Value, name: &str) -> String {
+    answer.to_string().replace(name, "NAME")
+}
+
+#[tokio::test]
+async fn a_persons_resources_and_prompts_serve_their_projects_only() {
+    let p = people().await;
+    // A meeting tomorrow in Alpha, written as the engine writes it, and
+    // a report waiting for approval.
+    p.admin(
+        "POST",
+        "/admin/agents",
+        json!({"agent_name": "agent-alpha", "project": "alpha"}),
+    )
+    .await;
+    let tomorrow = (chrono::Utc::now() + chrono::TimeDelta::days(1))
+        .date_naive()
+        .and_hms_opt(9, 0, 0)
+        .unwrap()
+        .and_utc();
+    let response = p
+        .http
+        .post(p.url("/agent-tools/business/create_meeting"))
+        .header("X-ACDM-Service-Auth", TOKEN)
+        .header("X-ACDM-User-Id", "u-bob")
+        .header("X-ACDM-Agent-Name", "agent-alpha")
+        .header("X-ACDM-Thread-Id", "t-1")
+        .json(&json!({
+            "title": "Design review",
+            "starts_at": tomorrow.to_rfc3339(),
+            "ends_at": (tomorrow + chrono::TimeDelta::hours(1)).to_rfc3339(),
+            "location": "Room 4",
+            "attendees": ["u-bob", "u-alice"],
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    crate::business::seed_report_in(
+        &p.app,
+        "alpha",
+        "Week 47",
+        acdm_core::business::ReportStatus::Submitted,
+    )
+    .await;
+    let alice = format!("Bearer {}", p.token("u-alice"));
+    let rpc = |method: &'static str, params: Value| {
+        let alice = alice.clone();
+        let p = &p;
+        async move {
+            let (status, _, body) = p.mcp(Some(&alice), method, params).await;
+            assert_eq!(status, 200, "{method}: {body}");
+            body
+        }
+    };
+
+    // The list: her project's overview first, then the wiki; Beta's
+    // overview nowhere.
+    let listed = rpc("resources/list", json!({})).await;
+    let uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(uris.first(), Some(&"project://alpha/overview"), "{listed}");
+    assert!(!listed.to_string().contains("beta"), "{listed}");
+
+    // Her overview, as the agent tools' overview says it, as she sees it.
+    let read = rpc("resources/read", json!({"uri": "project://alpha/overview"})).await;
+    let contents = &read["result"]["contents"][0];
+    assert_eq!(contents["mimeType"], "application/json", "{read}");
+    let overview: Value = serde_json::from_str(contents["text"].as_str().unwrap()).unwrap();
+    let data = &overview["data"];
+    assert_eq!(data["meta"]["name"], "Alpha", "{overview}");
+    assert_eq!(data["acting_role"], "viewer");
+    assert_eq!(data["upcoming_meetings"][0]["title"], "Design review");
+    assert_eq!(data["reports"]["awaiting_approval"][0]["title"], "Week 47");
+    assert!(
+        overview["message"]
+            .as_str()
+            .unwrap()
+            .contains("1 report(s) waiting for approval"),
+        "{overview}"
+    );
+    // Her project's file, as a resource.
+    let plan = rpc("resources/read", json!({"uri": "nextcloud://Alpha/plan.md"})).await;
+    assert!(
+        plan["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("secret-alpha"),
+        "{plan}"
+    );
+
+    // Another project, by every resource and prompt: word for word a
+    // project that does not exist, and nothing of it.
+    let prompt = |name: &str, project: &str| {
+        json!({"name": name, "arguments": {"project_name": project}})
+    };
+    let cases: [(&str, Value, Value, &str, &str); 5] = [
+        (
+            "resources/read",
+            json!({"uri": "project://beta/overview"}),
+            json!({"uri": "project://gamma/overview"}),
+            "beta",
+            "gamma",
+        ),
+        (
+            "resources/read",
+            json!({"uri": "nextcloud://Beta/plan.md"}),
+            json!({"uri": "nextcloud://Gamma/plan.md"}),
+            "Beta",
+            "Gamma",
+        ),
+        (
+            "prompts/get",
+            prompt("prepare_meeting", "Beta"),
+            prompt("prepare_meeting", "Gamma"),
+            "Beta",
+            "Gamma",
+        ),
+        (
+            "prompts/get",
+            prompt("review_reports", "Beta"),
+            prompt("review_reports", "Gamma"),
+            "Beta",
+            "Gamma",
+        ),
+        (
+            "prompts/get",
+            json!({"name": "summarise_file", "arguments": {"project_name": "Beta", "path": "plan.md"}}),
+            json!({"name": "summarise_file", "arguments": {"project_name": "Gamma", "path": "plan.md"}}),
+            "Beta",
+            "Gamma",
+        ),
+    ];
+    for (method, theirs, missing, their_name, missing_name) in cases {
+        let refused = rpc(method, theirs.clone()).await;
+        let absent = rpc(method, missing).await;
+        assert_eq!(refused["error"]["data"]["code"], "not_found", "{theirs}: {refused}");
+        assert!(!refused.to_string().contains("secret-beta"), "{refused}");
+        assert_eq!(
+            named(&refused, their_name),
+            named(&absent, missing_name),
+            "{method} {theirs}: another project's answer differs from a missing one's"
+        );
+    }
+
+    // The prompts she is offered, each embedding what it is about.
+    let prompts = rpc("prompts/list", json!({})).await;
+    let names: Vec<&str> = prompts["result"]["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["prepare_meeting", "review_reports", "summarise_file"]);
+    let prepared = rpc("prompts/get", prompt("prepare_meeting", "Alpha")).await;
+    let messages = prepared["result"]["messages"].as_array().unwrap();
+    assert!(
+        messages[0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"Design review\""),
+        "{prepared}"
+    );
+    assert_eq!(
+        messages[1]["content"]["resource"]["uri"],
+        "project://alpha/overview"
+    );
+    assert!(
+        messages[1]["content"]["resource"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Design review")
+    );
+    let none = rpc(
+        "prompts/get",
+        json!({"name": "prepare_meeting", "arguments": {"project_name": "Alpha", "meeting": "retrospective"}}),
+    )
+    .await;
+    assert!(
+        none["result"]["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("No such meeting starts in the next 14 days"),
+        "{none}"
+    );
+    let reviewed = rpc("prompts/get", prompt("review_reports", "Alpha")).await;
+    assert!(
+        reviewed["result"]["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"Week 47\" (weekly"),
+        "{reviewed}"
+    );
+
+    // Removed from Alpha: its overview goes with the membership.
+    p.admin("DELETE", "/admin/projects/alpha/members/u-alice", json!({}))
+        .await;
+    let gone = rpc("resources/read", json!({"uri": "project://alpha/overview"})).await;
+    assert_eq!(gone["error"]["data"]["code"], "not_found", "{gone}");
+    p.app.stop().await;
+}
+
 /// The official MCP Python SDK (`cargo xtask setup` installs it into
 /// `.test-tools/venv`; missing, the test is skipped unless
 /// `ACDM_REQUIRE_WEBDAV` says the test tools must be there, as in CI).

@@ -210,8 +210,9 @@ fn approvals(config: &Config, store: &Store) -> anyhow::Result<(Approvals, Optio
 }
 
 /// People's projects, from the database (read on every request of a
-/// person, so a removed member loses access with their next request).
-struct StoreMembers(Store);
+/// person, so a removed member loses access with their next request), and
+/// their projects' overviews, as the BFF makes them.
+struct StoreMembers(Store, ProjectState);
 
 #[async_trait::async_trait]
 impl acdm_mcp::PersonDirectory for StoreMembers {
@@ -230,10 +231,34 @@ impl acdm_mcp::PersonDirectory for StoreMembers {
             })
             .collect())
     }
+
+    async fn overview(
+        &self,
+        user: &UserId,
+        slug: &acdm_core::ProjectSlug,
+    ) -> Result<Option<(acdm_core::project::OverviewData, String)>, String> {
+        let rows = self
+            .0
+            .memberships_of(user)
+            .await
+            .map_err(|e| e.to_string())?;
+        let Some((project, role)) = rows.into_iter().find(|(p, _)| p.slug == *slug) else {
+            return Ok(None);
+        };
+        self.1
+            .overview_for(&project, Some(role))
+            .await
+            .map(Some)
+            .map_err(|failure| failure.message().to_owned())
+    }
 }
 
 /// `ACDM_OIDC_*`: people's access tokens on `/mcp`, when an issuer is set.
-fn people(config: &Config, store: &Store) -> anyhow::Result<Option<acdm_mcp::PeopleAuth>> {
+fn people(
+    config: &Config,
+    store: &Store,
+    project: &ProjectState,
+) -> anyhow::Result<Option<acdm_mcp::PeopleAuth>> {
     let Some(settings) = config.oidc() else {
         return Ok(None);
     };
@@ -242,7 +267,7 @@ fn people(config: &Config, store: &Store) -> anyhow::Result<Option<acdm_mcp::Peo
     let verifier = acdm_sources::oidc::TokenVerifier::new(settings, client);
     Ok(Some(acdm_mcp::PeopleAuth::new(
         verifier,
-        Arc::new(StoreMembers(store.clone())),
+        Arc::new(StoreMembers(store.clone(), project.clone())),
         &config.public_base(),
     )))
 }
@@ -312,7 +337,7 @@ impl AppState {
         let http_metrics = http::HttpMetrics::register(&mut registry);
         let index_metrics = acdm_mcp::IndexMetrics::register(&mut registry);
         let notification_metrics = acdm_mcp::NotificationMetrics::register(&mut registry);
-        let people = people(config, &store)?;
+        let people = people(config, &store, &project)?;
         let gate = ServiceGate::new(service_token).with_people(people.is_some());
         let mcp = McpSettings {
             people,

@@ -24,7 +24,7 @@ use acdm_core::business::wire::EmptyRequest;
 use acdm_core::business::{
     Milestone, MilestoneStatus, ProjectMeta, ProjectStatus, RowImage, limits,
 };
-use acdm_core::domain::ProjectId;
+use acdm_core::domain::{MemberRole, ProjectId, ProjectRef};
 use acdm_core::events::{Actor, EventOp};
 use acdm_core::project::{
     AdvanceData, AdvanceMilestoneRequest, MembersByRole, MilestoneCriteria, OverviewData,
@@ -100,6 +100,112 @@ impl ProjectState {
             kept.clear();
         }
         kept.insert(project, snapshot);
+    }
+
+    /// The overview of `project` as a user of `role` sees it, with its
+    /// one-line summary: what `GET /agent-tools/project/overview` answers,
+    /// for the other channels (a person's MCP client reads it as a
+    /// resource). Reads only the database.
+    pub async fn overview_for(
+        &self,
+        project: &ProjectRef,
+        role: Option<MemberRole>,
+    ) -> Result<(OverviewData, String), ToolResponse<serde_json::Value>> {
+        self.overview(project, role)
+            .await
+            .map_err(|failure| failure.envelope().clone())
+    }
+
+    async fn overview(
+        &self,
+        project: &ProjectRef,
+        role: Option<MemberRole>,
+    ) -> Result<(OverviewData, String), Failure> {
+        let store = &self.store;
+        let now = store.now();
+        // The stamp is read before the parts, so a snapshot is never older
+        // than the stamp it is kept with.
+        let (stamp, members) = store.journal_stamp_and_members(project.id).await?;
+        let snapshot = match self.kept(project.id, stamp, now) {
+            Some(snapshot) => snapshot,
+            None => {
+                let snapshot = Arc::new(self.read_snapshot(project, stamp, now).await?);
+                self.keep(project.id, snapshot.clone());
+                snapshot
+            }
+        };
+        let members = MembersByRole::group(members);
+        let current_milestone = snapshot
+            .milestones
+            .iter()
+            .find(|m| m.status == MilestoneStatus::Current)
+            .map(|m| m.seq);
+        let message = overview_message(
+            &snapshot.meta.name,
+            snapshot.meta.status,
+            &snapshot.milestones,
+            &snapshot.reports,
+        );
+        let data = OverviewData {
+            meta: snapshot.meta.clone(),
+            current_milestone,
+            milestones: snapshot.milestones.clone(),
+            upcoming_meetings: snapshot.upcoming_meetings.clone(),
+            reports: snapshot.reports.clone(),
+            members,
+            acting_role: role,
+            recent_agent_writes: snapshot.recent_agent_writes.clone(),
+            file_writes_enabled: self.switch.writes_enabled(),
+        };
+        Ok((data, message))
+    }
+
+    /// The overview's event-driven parts, read from the tables.
+    async fn read_snapshot(
+        &self,
+        project_ref: &ProjectRef,
+        stamp: JournalStamp,
+        now: DateTime<Utc>,
+    ) -> Result<Snapshot, Failure> {
+        let store = &self.store;
+        let project = project_ref.id;
+        let meta = store.project_meta(project_ref).await?;
+        let milestones = store.milestones(project).await?;
+        let upcoming_meetings = store
+            .upcoming_meetings(
+                project,
+                now,
+                now + TimeDelta::days(limits::OVERVIEW_DAYS),
+                limits::OVERVIEW_MEETINGS,
+            )
+            .await?;
+        let mut reports = ReportsOverview::default();
+        for (status, count) in store.report_counts(project).await? {
+            use acdm_core::business::ReportStatus as S;
+            *match status {
+                S::Draft => &mut reports.draft,
+                S::Submitted => &mut reports.submitted,
+                S::Approved => &mut reports.approved,
+                S::Rejected => &mut reports.rejected,
+            } = count;
+        }
+        if reports.submitted > 0 {
+            reports.awaiting_approval = store
+                .reports_awaiting_approval(project, limits::OVERVIEW_AWAITING)
+                .await?;
+        }
+        let recent_agent_writes = store
+            .recent_agent_writes(project, limits::OVERVIEW_WRITES)
+            .await?;
+        Ok(Snapshot {
+            stamp,
+            expires: Snapshot::expiry(now, &upcoming_meetings),
+            meta,
+            milestones,
+            upcoming_meetings,
+            reports,
+            recent_agent_writes,
+        })
     }
 }
 
@@ -289,93 +395,11 @@ struct Ctx {
 
 impl Ctx {
     async fn overview(&self, _body: EmptyRequest) -> Reply {
-        let store = &self.state.store;
-        let project = self.caller.project().id;
-        let now = store.now();
-        // The stamp is read before the parts, so a snapshot is never older
-        // than the stamp it is kept with.
-        let (stamp, members) = store.journal_stamp_and_members(project).await?;
-        let snapshot = match self.state.kept(project, stamp, now) {
-            Some(snapshot) => snapshot,
-            None => {
-                let snapshot = Arc::new(self.read_snapshot(stamp, now).await?);
-                self.state.keep(project, snapshot.clone());
-                snapshot
-            }
-        };
-        let members = MembersByRole::group(members);
-        let current_milestone = snapshot
-            .milestones
-            .iter()
-            .find(|m| m.status == MilestoneStatus::Current)
-            .map(|m| m.seq);
-        let message = overview_message(
-            &snapshot.meta.name,
-            snapshot.meta.status,
-            &snapshot.milestones,
-            &snapshot.reports,
-        );
-        ok(
-            OverviewData {
-                meta: snapshot.meta.clone(),
-                current_milestone,
-                milestones: snapshot.milestones.clone(),
-                upcoming_meetings: snapshot.upcoming_meetings.clone(),
-                reports: snapshot.reports.clone(),
-                members,
-                acting_role: self.caller.role,
-                recent_agent_writes: snapshot.recent_agent_writes.clone(),
-                file_writes_enabled: self.state.switch.writes_enabled(),
-            },
-            message,
-        )
-    }
-
-    /// The overview's event-driven parts, read from the tables.
-    async fn read_snapshot(
-        &self,
-        stamp: JournalStamp,
-        now: DateTime<Utc>,
-    ) -> Result<Snapshot, Failure> {
-        let store = &self.state.store;
-        let project = self.caller.project().id;
-        let meta = store.project_meta(self.caller.project()).await?;
-        let milestones = store.milestones(project).await?;
-        let upcoming_meetings = store
-            .upcoming_meetings(
-                project,
-                now,
-                now + TimeDelta::days(limits::OVERVIEW_DAYS),
-                limits::OVERVIEW_MEETINGS,
-            )
+        let (data, message) = self
+            .state
+            .overview(self.caller.project(), self.caller.role)
             .await?;
-        let mut reports = ReportsOverview::default();
-        for (status, count) in store.report_counts(project).await? {
-            use acdm_core::business::ReportStatus as S;
-            *match status {
-                S::Draft => &mut reports.draft,
-                S::Submitted => &mut reports.submitted,
-                S::Approved => &mut reports.approved,
-                S::Rejected => &mut reports.rejected,
-            } = count;
-        }
-        if reports.submitted > 0 {
-            reports.awaiting_approval = store
-                .reports_awaiting_approval(project, limits::OVERVIEW_AWAITING)
-                .await?;
-        }
-        let recent_agent_writes = store
-            .recent_agent_writes(project, limits::OVERVIEW_WRITES)
-            .await?;
-        Ok(Snapshot {
-            stamp,
-            expires: Snapshot::expiry(now, &upcoming_meetings),
-            meta,
-            milestones,
-            upcoming_meetings,
-            reports,
-            recent_agent_writes,
-        })
+        ok(data, message)
     }
 
     async fn sow(&self, _body: EmptyRequest) -> Reply {

@@ -19,6 +19,8 @@ mod health;
 mod host;
 mod metrics;
 mod people;
+mod prompts;
+mod resources;
 mod server;
 mod tools;
 
@@ -99,7 +101,8 @@ fn build(sources: Sources, settings: McpSettings, metrics: McpMetrics, direct: b
         metrics,
         settings.limits.clone(),
     )
-    .with_people(settings.people.is_some());
+    .with_people(settings.people.is_some())
+    .with_directory(settings.people.as_ref().map(PeopleAuth::directory));
     let allowed_hosts = if settings.allowed_hosts.is_empty() {
         LOOPBACK.iter().map(|h| (*h).to_owned()).collect()
     } else {

@@ -18,6 +18,7 @@
 use std::sync::Arc;
 
 use acdm_core::domain::MemberRole;
+use acdm_core::project::OverviewData;
 use acdm_core::{ProjectName, ProjectSlug, UserId};
 use acdm_sources::oidc::TokenVerifier;
 use async_trait::async_trait;
@@ -37,11 +38,22 @@ pub struct Membership {
     pub role: MemberRole,
 }
 
-/// Where people's memberships come from (the database, in the service).
+/// What the database says about people (in the service): their
+/// memberships, and the overview of a project they are a member of.
 #[async_trait]
 pub trait PersonDirectory: Send + Sync {
     /// The projects `user` is a member of, any role.
     async fn memberships(&self, user: &UserId) -> Result<Vec<Membership>, String>;
+
+    /// The overview of the project `slug` as `user` sees it (what
+    /// `GET /agent-tools/project/overview` answers, and its one-line
+    /// summary), or `None` when `user` is not a member of such a project
+    /// (checked again here, whatever the caller checked).
+    async fn overview(
+        &self,
+        user: &UserId,
+        slug: &ProjectSlug,
+    ) -> Result<Option<(OverviewData, String)>, String>;
 }
 
 /// A request authenticated with a person's access token: who, and what
@@ -108,6 +120,11 @@ impl PeopleAuth {
             metadata: Arc::from(metadata),
             challenge: Arc::from(format!("Bearer resource_metadata=\"{metadata_url}\"")),
         }
+    }
+
+    /// Where people's projects and overviews are read.
+    pub(crate) fn directory(&self) -> Arc<dyn PersonDirectory> {
+        self.directory.clone()
     }
 
     /// The metadata document (RFC 9728 §2).

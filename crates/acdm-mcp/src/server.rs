@@ -15,9 +15,10 @@ use acdm_core::RequestId;
 use acdm_core::limit::{Admission, Rate, RateLimiter};
 use acdm_sources::deadline::Deadline;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeResult, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -25,7 +26,9 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::metrics::McpMetrics;
-use crate::people::Person;
+use crate::people::{Person, PersonDirectory};
+use crate::resources::WikiListing;
+use crate::{prompts, resources};
 use crate::tools::{
     self, Failure, LIST_PROJECTS, ListProjectsInput, ListProjectsOutput, READ_NEXTCLOUD, READ_WIKI,
     ReadLimits, ReadNextcloudInput, ReadOutput, ReadWikiInput, SEARCH_NEXTCLOUD, SEARCH_WIKI,
@@ -372,6 +375,10 @@ pub struct KnowledgeServer {
     /// Whether people's tokens are on: then every call must carry either
     /// the gate's mark of the service token or a [`Person`] (fail closed).
     people: bool,
+    /// People's projects and overviews, with people's tokens on.
+    directory: Option<Arc<dyn PersonDirectory>>,
+    /// The wiki's files for `resources/list`, kept per head.
+    wiki: Arc<WikiListing>,
     metrics: McpMetrics,
     limits: ToolLimits,
 }
@@ -386,6 +393,8 @@ impl KnowledgeServer {
             catalog,
             people_catalog,
             people: false,
+            directory: None,
+            wiki: Arc::default(),
             metrics,
             limits,
         }
@@ -394,6 +403,11 @@ impl KnowledgeServer {
     /// The same server, with people's tokens on.
     pub(crate) fn with_people(self, people: bool) -> Self {
         Self { people, ..self }
+    }
+
+    /// The same server, reading people's overviews from `directory`.
+    pub(crate) fn with_directory(self, directory: Option<Arc<dyn PersonDirectory>>) -> Self {
+        Self { directory, ..self }
     }
 
     /// Who calls: `Ok(Some(person))`, `Ok(None)` for the service, or the
@@ -452,6 +466,23 @@ impl KnowledgeServer {
         else {
             return Err(McpError::invalid_params("tool not found", None));
         };
+        let query = tools::log_query(request.arguments.as_ref());
+        let call = self.dispatch(name, request.arguments.unwrap_or_default(), person);
+        Ok(self.observe(name, person, parts, query, call).await)
+    }
+
+    /// Runs `work`, one call of `name` (a tool, `resources/read`,
+    /// `prompts/get`…), admitted by the rate limits (per person for a
+    /// person's), within the request's deadline, in a span of its own
+    /// with its user, and counted in the metrics.
+    async fn observe<T>(
+        &self,
+        name: &'static str,
+        person: Option<&Person>,
+        parts: Option<&http::request::Parts>,
+        query: String,
+        work: impl Future<Output = Result<T, Failure>>,
+    ) -> Result<T, Failure> {
         let request_id = parts
             .and_then(|p| p.extensions.get::<RequestId>())
             .map(|id| id.as_str().to_owned())
@@ -467,7 +498,7 @@ impl KnowledgeServer {
             request_id = %request_id,
             tool = name,
             user = person.map(|p| p.user.as_str()),
-            query = %tools::log_query(request.arguments.as_ref()),
+            query = %query,
             outcome = tracing::field::Empty,
             latency_ms = tracing::field::Empty,
         );
@@ -475,10 +506,9 @@ impl KnowledgeServer {
         let outcome = tracing::Instrument::instrument(
             async {
                 self.limits.admit(name, person).await?;
-                let call = self.dispatch(name, request.arguments.unwrap_or_default(), person);
                 match deadline {
-                    Some(Deadline(at)) => acdm_sources::deadline::within(at, call).await,
-                    None => call.await,
+                    Some(Deadline(at)) => acdm_sources::deadline::within(at, work).await,
+                    None => work.await,
                 }
             },
             span.clone(),
@@ -496,7 +526,20 @@ impl KnowledgeServer {
             latency_ms = elapsed.as_secs_f64() * 1000.0,
         );
         span.in_scope(|| tracing::info!("tool call finished"));
-        Ok(outcome)
+        outcome
+    }
+
+    /// The caller of an rmcp request other than a tool call, or the
+    /// protocol error refusing it.
+    fn caller_of<'p>(
+        &self,
+        context: &'p RequestContext<RoleServer>,
+    ) -> Result<(Option<&'p http::request::Parts>, Option<&'p Person>), McpError> {
+        let parts = context.extensions.get::<http::request::Parts>();
+        let person = self
+            .caller(parts)
+            .map_err(|refused| McpError::invalid_request(refused.message().to_owned(), None))?;
+        Ok((parts, person))
     }
 
     async fn dispatch(
@@ -577,9 +620,37 @@ pub(crate) fn result_of(outcome: Result<Success, Failure>) -> CallToolResult {
     }
 }
 
+/// A failure of a request other than a tool call, as the JSON-RPC error
+/// MCP asks for: `not_found` as `not_found_code` (`-32002` for a
+/// resource), a bad argument as `-32602`, anything else `-32603`; the
+/// message says what to do, and `data` is the failure's structured
+/// `{code, message, suggested_action}`.
+fn protocol_error(failure: &Failure, not_found_code: rmcp::model::ErrorCode) -> McpError {
+    use acdm_core::ErrorCode as Code;
+    let code = match failure.code() {
+        Code::NotFound => not_found_code,
+        Code::ValidationError | Code::InvalidPath | Code::PermissionDenied => {
+            rmcp::model::ErrorCode::INVALID_PARAMS
+        }
+        _ => rmcp::model::ErrorCode::INTERNAL_ERROR,
+    };
+    let mut message = failure.message().to_owned();
+    if let Some(action) = failure.suggested_action() {
+        message.push_str("\nWhat to do: ");
+        message.push_str(action);
+    }
+    McpError::new(code, message, serde_json::to_value(failure.to_structured()).ok())
+}
+
 impl ServerHandler for KnowledgeServer {
     fn get_info(&self) -> InitializeResult {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_prompts()
+                .enable_resources()
+                .enable_tools()
+                .build(),
+        )
             .with_server_info(
                 Implementation::new("acdm-knowledge", env!("CARGO_PKG_VERSION"))
                     .with_title("a-cdm knowledge"),
@@ -614,6 +685,78 @@ impl ServerHandler for KnowledgeServer {
     ) -> Result<CallToolResponse, McpError> {
         self.call(request, context.extensions.get::<http::request::Parts>())
             .await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.caller_of(&context)?;
+        Ok(resources::templates())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let (parts, person) = self.caller_of(&context)?;
+        let cursor = request.and_then(|r| r.cursor);
+        let list = resources::list(&self.tools, &self.wiki, person, cursor.as_deref());
+        self.observe("resources/list", person, parts, String::new(), list)
+            .await
+            .map_err(|f| protocol_error(&f, rmcp::model::ErrorCode::INVALID_PARAMS))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let (parts, person) = self.caller_of(&context)?;
+        let query = tools::clip(&request.uri, 200);
+        let read = resources::read(&self.tools, self.directory.as_deref(), person, &request.uri);
+        self.observe("resources/read", person, parts, query, read)
+            .await
+            .map(Into::into)
+            .map_err(|f| protocol_error(&f, rmcp::model::ErrorCode::RESOURCE_NOT_FOUND))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let (_, person) = self.caller_of(&context)?;
+        Ok(prompts::catalog(person.is_some()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let (parts, person) = self.caller_of(&context)?;
+        let query = tools::clip(&request.name, 100);
+        let got = prompts::get(
+            &self.tools,
+            self.directory.as_deref(),
+            person,
+            &request.name,
+            request.arguments,
+        );
+        match self.observe("prompts/get", person, parts, query, got).await {
+            Ok(Some(result)) => Ok(result.into()),
+            Ok(None) => Err(McpError::invalid_params(
+                "prompt not found: prompts/list names the prompts offered to you",
+                None,
+            )),
+            Err(failure) => Err(protocol_error(
+                &failure,
+                rmcp::model::ErrorCode::INVALID_PARAMS,
+            )),
+        }
     }
 }
 

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use acdm_knowledge::{DocumentText, Knowledge, KnowledgeError, search_suggestions};
 
 use crate::people::Person;
+use rmcp::model::ResourceContents;
 use acdm_sources::render::{Encoding, render};
 
 /// The tool names, as the LLM sees them.
@@ -44,7 +45,7 @@ fn default_limit() -> u32 {
     10
 }
 
-fn default_ref() -> String {
+pub(crate) fn default_ref() -> String {
     "main".to_owned()
 }
 
@@ -319,6 +320,58 @@ pub(crate) struct ReadOutput {
     content_type: Option<String>,
     /// The bytes, as text or base64.
     content: String,
+}
+
+impl ReadOutput {
+    /// The read as a resource's contents at `uri` (`resources/read`): the
+    /// text as read (a document's as its extracted Markdown), or base64
+    /// for binary content. A window that does not reach the end says so in
+    /// `_meta` (`truncated`, `next_offset`, `size`), with `continue_with`:
+    /// the read tool's call that goes on from there.
+    pub(crate) fn into_contents(self, uri: &str, continue_with: &str) -> ResourceContents {
+        let mut meta = serde_json::Map::new();
+        if let Some(format) = &self.extracted_from {
+            meta.insert("extracted_from".into(), format.clone().into());
+        }
+        if let Some(notes) = &self.extraction_notes {
+            meta.insert("extraction_notes".into(), notes.clone().into());
+        }
+        if let Some(next) = self.next_offset {
+            meta.insert("truncated".into(), true.into());
+            meta.insert("next_offset".into(), next.into());
+            meta.insert(
+                "continue_with".into(),
+                format!("{continue_with}, offset={next}").into(),
+            );
+        }
+        if let Some(size) = self.size {
+            meta.insert("size".into(), size.into());
+        }
+        let contents = match self.encoding {
+            Encoding::Text => ResourceContents::TextResourceContents {
+                uri: uri.to_owned(),
+                mime_type: self.content_type,
+                text: self.content,
+                meta: None,
+            },
+            Encoding::Base64 => ResourceContents::BlobResourceContents {
+                uri: uri.to_owned(),
+                mime_type: self.content_type,
+                blob: self.content,
+                meta: None,
+            },
+        };
+        if meta.is_empty() {
+            contents
+        } else {
+            contents.with_meta(rmcp::model::MetaObject(meta))
+        }
+    }
+
+    /// Whether the window stops before the end of the file.
+    pub(crate) fn truncated(&self) -> bool {
+        self.truncated
+    }
 }
 
 impl Serialize for ReadOutput {
@@ -1268,7 +1321,7 @@ impl Tools {
     /// For a person, `name` must be one of their projects; any other is
     /// answered word for word as a project that does not exist (the
     /// spelling hint names only their own projects).
-    fn check_member(&self, person: Option<&Person>, name: &ProjectName) -> Result<(), Failure> {
+    pub(crate) fn check_member(&self, person: Option<&Person>, name: &ProjectName) -> Result<(), Failure> {
         let Some(person) = person else {
             return Ok(());
         };

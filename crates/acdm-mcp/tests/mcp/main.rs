@@ -11,6 +11,7 @@
 
 mod failures;
 mod harness;
+mod resources;
 mod scope;
 mod snapshot;
 mod tools;

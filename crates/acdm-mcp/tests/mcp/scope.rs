@@ -77,6 +77,52 @@ impl Check<'_> {
     /// the name is invalid).
     async fn call(&mut self, tool: &str, project: &str, arguments: Value) {
         let result = self.mcp.tool(tool, arguments.clone()).await;
+        let failed = result["isError"] == true;
+        self.judge(&arguments.to_string(), project, failed);
+        if tool == "acdm_search_nextcloud" && !failed {
+            let scope = format!("/Projects/{project}/");
+            for hit in result["structuredContent"]["hits"].as_array().unwrap() {
+                assert!(
+                    hit["path"].as_str().unwrap().starts_with(&scope),
+                    "{arguments}: {hit}"
+                );
+            }
+        }
+    }
+
+    /// Reads the resource `uri`, for the project `project`, as `call`
+    /// calls a tool; its content, if it was served.
+    async fn read(&mut self, project: &str, uri: &str) {
+        let response = self
+            .mcp
+            .rpc("resources/read", json!({"uri": uri}))
+            .await;
+        let failed = response.get("error").is_some();
+        assert!(
+            failed || response["result"]["contents"].is_array(),
+            "{uri}: {response}"
+        );
+        self.judge(uri, project, failed);
+    }
+
+    /// Asks for the `summarise_file` prompt of `path` in `project`.
+    async fn prompt(&mut self, project: &str, path: &str) {
+        let arguments = json!({"project_name": project, "path": path});
+        let response = self
+            .mcp
+            .rpc(
+                "prompts/get",
+                json!({"name": "summarise_file", "arguments": arguments}),
+            )
+            .await;
+        let failed = response.get("error").is_some();
+        self.judge(&arguments.to_string(), project, failed);
+    }
+
+    /// Checks the upstream requests of the call just made (`what`) for
+    /// `project`: none for a name that is not the person's or not valid,
+    /// and only reads inside the project's folder otherwise.
+    fn judge(&mut self, what: &str, project: &str, failed: bool) {
         self.calls += 1;
         let seen = self.recorder.take();
         if let Some(own) = self.member_of
@@ -86,17 +132,14 @@ impl Check<'_> {
             // is sent, whatever the name.
             assert!(
                 seen.is_empty(),
-                "{arguments}: a person's call for another project sent {seen:?}"
+                "{what}: a person's call for another project sent {seen:?}"
             );
-            assert_eq!(result["isError"], true, "{arguments}: {result}");
+            assert!(failed, "{what}: another project's call was served");
             return;
         }
         let Ok(name) = ProjectName::parse(project) else {
-            assert!(
-                seen.is_empty(),
-                "{arguments}: an invalid project name sent {seen:?}"
-            );
-            assert_eq!(result["isError"], true);
+            assert!(seen.is_empty(), "{what}: an invalid project name sent {seen:?}");
+            assert!(failed, "{what}: an invalid project name was served");
             return;
         };
         // When a search finds nothing or a read misses, the tool looks
@@ -111,23 +154,29 @@ impl Check<'_> {
             let (method, target) = request.split_once(' ').unwrap();
             assert!(
                 matches!(method, "GET" | "HEAD" | "PROPFIND"),
-                "{arguments}: the knowledge tools only read, yet sent {request}"
+                "{what}: the knowledge tools only read, yet sent {request}"
             );
             let path = target.split(['?', '#']).next().unwrap_or_default();
             if let Err(why) = scope.judge(method, path, None) {
-                panic!("{arguments}: {request}: {why}, not in /Projects/{name}/");
-            }
-        }
-        if tool == "acdm_search_nextcloud" && result["isError"] == false {
-            let scope = format!("/Projects/{name}/");
-            for hit in result["structuredContent"]["hits"].as_array().unwrap() {
-                assert!(
-                    hit["path"].as_str().unwrap().starts_with(&scope),
-                    "{arguments}: {hit}"
-                );
+                panic!("{what}: {request}: {why}, not in /Projects/{name}/");
             }
         }
     }
+}
+
+/// `value` percent-encoded whole (every byte but unreserved ones), as a
+/// URI template fills a `{var}`.
+fn encoded(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 /// The MCP router over Nextcloud clients talking to the recording
@@ -199,6 +248,20 @@ async fn every_payload(check: &mut Check<'_>, names_only: bool) -> usize {
                 json!({"project_name": p, "query": "x"}),
             )
             .await;
+        // The same payloads as resources and as a prompt's arguments: the
+        // project part of a URI, its path part encoded as a template fills
+        // it, and raw.
+        check
+            .read(p, &format!("nextcloud://{}/x.md", encoded(p)))
+            .await;
+        check.prompt(p, &format!("/Projects/{p}/x.md")).await;
+        if !names_only {
+            check
+                .read("Alpha", &format!("nextcloud://Alpha/{}", encoded(p)))
+                .await;
+            check.read("Alpha", &format!("nextcloud://Alpha/{p}")).await;
+            check.prompt("Alpha", p).await;
+        }
     }
     // The sibling-prefix attack, explicitly.
     check
