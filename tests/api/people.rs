@@ -7,7 +7,7 @@
 //! service token works as before. (Every path form of the traversal
 //! corpus, as a person's call, is in acdm-mcp's scope suite.)
 
-use acdm_test_support::issuer::{SigningKey, TestIssuer};
+use acdm_test_support::issuer::{INTROSPECTION_CLIENT, SigningKey, TestIssuer};
 use serde_json::{Value, json};
 
 use crate::helpers::{ADMIN_TOKEN, Options, TOKEN, TestApp, spawn_app};
@@ -26,13 +26,20 @@ struct People {
 /// Alpha (alice a viewer, bob an owner), Beta (bob only), each with a
 /// file saying whose it is.
 async fn people() -> People {
+    people_with(|_| Vec::new()).await
+}
+
+/// [`people`] with more settings, made from the issuer.
+async fn people_with(more: impl FnOnce(&TestIssuer) -> Vec<(&'static str, String)>) -> People {
     let (rsa, ec) = (SigningKey::rsa("rsa-1"), SigningKey::ec("ec-1"));
     let issuer = TestIssuer::start(&[&rsa, &ec]).await;
+    let mut extra_env = vec![
+        ("ACDM_OIDC_ISSUER", issuer.issuer.clone()),
+        ("ACDM_PUBLIC_URL", PUBLIC.to_owned()),
+    ];
+    extra_env.extend(more(&issuer));
     let app = spawn_app(Options {
-        extra_env: vec![
-            ("ACDM_OIDC_ISSUER", issuer.issuer.clone()),
-            ("ACDM_PUBLIC_URL", PUBLIC.to_owned()),
-        ],
+        extra_env,
         ..Options::default()
     })
     .await;
@@ -440,6 +447,39 @@ async fn a_persons_token_opens_neither_the_agent_tools_nor_the_operator_api_and_
     p.app.stop().await;
 }
 
+#[tokio::test]
+async fn an_opaque_token_is_checked_at_the_issuers_introspection_endpoint() {
+    let p = people_with(|issuer| {
+        vec![
+            ("ACDM_OIDC_INTROSPECTION_URL", issuer.introspection_url()),
+            ("ACDM_OIDC_CLIENT_ID", INTROSPECTION_CLIENT.0.to_owned()),
+            ("ACDM_OIDC_CLIENT_SECRET", INTROSPECTION_CLIENT.1.to_owned()),
+        ]
+    })
+    .await;
+    let opaque = p.issuer.issue_opaque(&p.issuer.claims("u-alice", RESOURCE));
+    let bearer = format!("Bearer {opaque}");
+    let call = |project: &str| json!({"name": "acdm_read_nextcloud_file", "arguments": {"project_name": project, "path": format!("/Projects/{project}/plan.md")}});
+    let (status, _, mine) = p.mcp(Some(&bearer), "tools/call", call("Alpha")).await;
+    assert_eq!(status, 200, "{mine}");
+    assert!(mine.to_string().contains("secret-alpha"), "{mine}");
+    let (_, _, theirs) = p.mcp(Some(&bearer), "tools/call", call("Beta")).await;
+    assert_eq!(theirs["result"]["structuredContent"]["code"], "not_found");
+    assert_eq!(p.issuer.introspections(), 1, "one request for both calls");
+    // A token the issuer does not know: 401 with the reason.
+    let (status, challenge, body) = p
+        .mcp(Some("Bearer made-up-opaque-token"), "tools/list", json!({}))
+        .await;
+    assert_eq!(status, 401, "{body}");
+    let challenge = challenge.unwrap();
+    assert!(
+        challenge.contains("error=\"invalid_token\"") && challenge.contains("not active"),
+        "{challenge}"
+    );
+    assert!(!body.to_string().contains("made-up-opaque-token"), "{body}");
+    p.app.stop().await;
+}
+
 /// A JSON-RPC answer with the given names put back as `NAME`, to compare
 /// another project's answer with a missing one's word for word.
 fn named(answer: &Value, name: &str) -> String {
@@ -528,7 +568,11 @@ async fn a_persons_resources_and_prompts_serve_their_projects_only() {
         "{overview}"
     );
     // Her project's file, as a resource.
-    let plan = rpc("resources/read", json!({"uri": "nextcloud://Alpha/plan.md"})).await;
+    let plan = rpc(
+        "resources/read",
+        json!({"uri": "nextcloud://Alpha/plan.md"}),
+    )
+    .await;
     assert!(
         plan["result"]["contents"][0]["text"]
             .as_str()
@@ -539,9 +583,8 @@ async fn a_persons_resources_and_prompts_serve_their_projects_only() {
 
     // Another project, by every resource and prompt: word for word a
     // project that does not exist, and nothing of it.
-    let prompt = |name: &str, project: &str| {
-        json!({"name": name, "arguments": {"project_name": project}})
-    };
+    let prompt =
+        |name: &str, project: &str| json!({"name": name, "arguments": {"project_name": project}});
     let cases: [(&str, Value, Value, &str, &str); 5] = [
         (
             "resources/read",
@@ -582,7 +625,10 @@ async fn a_persons_resources_and_prompts_serve_their_projects_only() {
     for (method, theirs, missing, their_name, missing_name) in cases {
         let refused = rpc(method, theirs.clone()).await;
         let absent = rpc(method, missing).await;
-        assert_eq!(refused["error"]["data"]["code"], "not_found", "{theirs}: {refused}");
+        assert_eq!(
+            refused["error"]["data"]["code"], "not_found",
+            "{theirs}: {refused}"
+        );
         assert!(!refused.to_string().contains("secret-beta"), "{refused}");
         assert_eq!(
             named(&refused, their_name),
@@ -599,7 +645,10 @@ async fn a_persons_resources_and_prompts_serve_their_projects_only() {
         .iter()
         .map(|p| p["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["prepare_meeting", "review_reports", "summarise_file"]);
+    assert_eq!(
+        names,
+        ["prepare_meeting", "review_reports", "summarise_file"]
+    );
     let prepared = rpc("prompts/get", prompt("prepare_meeting", "Alpha")).await;
     let messages = prepared["result"]["messages"].as_array().unwrap();
     assert!(

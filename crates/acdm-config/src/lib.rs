@@ -348,6 +348,19 @@ settings! {
         /// person may edit at some issuers would let them take another's memberships.
         oidc_user_claim: String = "ACDM_OIDC_USER_CLAIM", default "sub",
             Checked(check_claim_name);
+        /// The issuer's token introspection endpoint (RFC 7662), for access tokens that are
+        /// not JWTs (opaque tokens): each is asked about there, the answer kept for a minute at
+        /// most (a revoked token stops working within that). JWTs are still verified by the
+        /// issuer's keys. Needs `ACDM_OIDC_CLIENT_ID` and `ACDM_OIDC_CLIENT_SECRET`. Unset:
+        /// opaque tokens are refused.
+        oidc_introspection_url: Option<Url> = "ACDM_OIDC_INTROSPECTION_URL", default "(unset)",
+            Optional(IssuerUrl);
+        /// This service's client id at the issuer, for introspection (HTTP Basic).
+        oidc_client_id: Option<String> = "ACDM_OIDC_CLIENT_ID", default "(unset)",
+            Optional(Checked(check_client_id));
+        /// This service's client secret at the issuer, for introspection.
+        oidc_client_secret: Option<SecretString> = "ACDM_OIDC_CLIENT_SECRET",
+            default "(empty)", Optional(Secret);
         /// Largest request body accepted, in bytes (1024–268435456); larger bodies get
         /// `payload_too_large`.
         max_request_bytes: usize = "ACDM_MAX_REQUEST_BYTES",
@@ -483,6 +496,16 @@ fn check_audience(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `ACDM_OIDC_CLIENT_ID`: printable, no spaces, at most 255 characters.
+fn check_client_id(text: &str) -> Result<(), String> {
+    let ok = !text.is_empty() && text.len() <= 255 && text.chars().all(|c| c.is_ascii_graphic());
+    if ok {
+        Ok(())
+    } else {
+        Err("must be a client id: 1–255 printable ASCII characters, no spaces".to_owned())
+    }
+}
+
 /// `ACDM_OIDC_USER_CLAIM`: a claim's name.
 fn check_claim_name(text: &str) -> Result<(), String> {
     let ok = !text.is_empty()
@@ -608,9 +631,26 @@ impl Config {
         }
 
         let issuer_set = r.is_set("ACDM_OIDC_ISSUER");
-        for dependent in ["ACDM_OIDC_AUDIENCE", "ACDM_OIDC_JWKS_URL"] {
+        for dependent in [
+            "ACDM_OIDC_AUDIENCE",
+            "ACDM_OIDC_JWKS_URL",
+            "ACDM_OIDC_INTROSPECTION_URL",
+        ] {
             if !issuer_set && r.is_set(dependent) {
                 r.require("ACDM_OIDC_ISSUER", dependent);
+            }
+        }
+        if r.is_set("ACDM_OIDC_INTROSPECTION_URL") {
+            for credential in ["ACDM_OIDC_CLIENT_ID", "ACDM_OIDC_CLIENT_SECRET"] {
+                if !r.is_set(credential) {
+                    r.require(credential, "ACDM_OIDC_INTROSPECTION_URL");
+                }
+            }
+        } else {
+            for credential in ["ACDM_OIDC_CLIENT_ID", "ACDM_OIDC_CLIENT_SECRET"] {
+                if r.is_set(credential) {
+                    r.require("ACDM_OIDC_INTROSPECTION_URL", credential);
+                }
             }
         }
         if issuer_set {
@@ -682,6 +722,21 @@ impl Config {
         let mut settings = acdm_sources::oidc::OidcSettings::new(issuer, audience);
         settings.jwks_url = self.oidc_jwks_url.clone();
         settings.user_claim = self.oidc_user_claim.clone();
+        settings.introspection = match (
+            &self.oidc_introspection_url,
+            &self.oidc_client_id,
+            &self.oidc_client_secret,
+        ) {
+            (Some(url), Some(client_id), Some(client_secret)) => {
+                Some(acdm_sources::oidc::IntrospectionSettings {
+                    url: url.clone(),
+                    client_id: client_id.clone(),
+                    client_secret: client_secret.clone(),
+                    cache_for: std::time::Duration::from_secs(60),
+                })
+            }
+            _ => None,
+        };
         Some(settings)
     }
 

@@ -310,6 +310,14 @@ fn every_secret_set() -> Config {
             "ACDM_APPROVAL_WEBHOOK_SECRET",
             "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
         ),
+        ("ACDM_OIDC_ISSUER", "https://idp.example.com/realms/acdm"),
+        ("ACDM_PUBLIC_URL", "https://acdm.example.com"),
+        (
+            "ACDM_OIDC_INTROSPECTION_URL",
+            "https://idp.example.com/realms/acdm/introspect",
+        ),
+        ("ACDM_OIDC_CLIENT_ID", "acdm-backend"),
+        ("ACDM_OIDC_CLIENT_SECRET", "oidc-client-secret"),
     ])
     .unwrap()
 }
@@ -586,7 +594,8 @@ fn secrets_are_secret_in_the_docs_and_redacted_in_the_output() {
             "NEXTCLOUD_APP_PASSWORD",
             "HTTPS_PROXY",
             "HTTP_PROXY",
-            "ACDM_APPROVAL_WEBHOOK_SECRET"
+            "ACDM_APPROVAL_WEBHOOK_SECRET",
+            "ACDM_OIDC_CLIENT_SECRET"
         ]
     );
     let c = every_secret_set();
@@ -728,6 +737,83 @@ fn people_token_settings_are_checked_at_start_naming_them() {
         ],
         "ACDM_OIDC_USER_CLAIM",
         "claim name",
+    );
+    for (pairs, name, says) in [
+        (
+            vec![
+                issuer,
+                ("ACDM_PUBLIC_URL", "https://h.example.com"),
+                (
+                    "ACDM_OIDC_INTROSPECTION_URL",
+                    "https://idp.example.com/introspect",
+                ),
+            ],
+            "ACDM_OIDC_CLIENT_ID",
+            "required when ACDM_OIDC_INTROSPECTION_URL",
+        ),
+        (
+            vec![
+                issuer,
+                ("ACDM_PUBLIC_URL", "https://h.example.com"),
+                (
+                    "ACDM_OIDC_INTROSPECTION_URL",
+                    "https://idp.example.com/introspect",
+                ),
+                ("ACDM_OIDC_CLIENT_ID", "acdm"),
+            ],
+            "ACDM_OIDC_CLIENT_SECRET",
+            "required when ACDM_OIDC_INTROSPECTION_URL",
+        ),
+        (
+            vec![
+                issuer,
+                ("ACDM_PUBLIC_URL", "https://h.example.com"),
+                ("ACDM_OIDC_CLIENT_ID", "acdm"),
+            ],
+            "ACDM_OIDC_INTROSPECTION_URL",
+            "required when ACDM_OIDC_CLIENT_ID",
+        ),
+        (
+            vec![
+                issuer,
+                ("ACDM_PUBLIC_URL", "https://h.example.com"),
+                (
+                    "ACDM_OIDC_INTROSPECTION_URL",
+                    "http://idp.example.com/introspect",
+                ),
+                ("ACDM_OIDC_CLIENT_ID", "acdm"),
+                ("ACDM_OIDC_CLIENT_SECRET", "s"),
+            ],
+            "ACDM_OIDC_INTROSPECTION_URL",
+            "https://",
+        ),
+        (
+            vec![(
+                "ACDM_OIDC_INTROSPECTION_URL",
+                "https://idp.example.com/introspect",
+            )],
+            "ACDM_OIDC_ISSUER",
+            "required when ACDM_OIDC_INTROSPECTION_URL",
+        ),
+    ] {
+        names(&pairs, name, says);
+    }
+    let config = load(&[
+        issuer,
+        ("ACDM_PUBLIC_URL", "https://h.example.com"),
+        (
+            "ACDM_OIDC_INTROSPECTION_URL",
+            "https://idp.example.com/introspect",
+        ),
+        ("ACDM_OIDC_CLIENT_ID", "acdm"),
+        ("ACDM_OIDC_CLIENT_SECRET", "s3cret"),
+    ])
+    .unwrap();
+    let introspection = config.oidc().unwrap().introspection.unwrap();
+    assert_eq!(introspection.client_id, "acdm");
+    assert_eq!(
+        introspection.url.as_str(),
+        "https://idp.example.com/introspect"
     );
     // A local identity provider on loopback may be plain HTTP; the issuer
     // is kept as written, and the audience defaults to the resource.

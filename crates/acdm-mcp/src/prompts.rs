@@ -179,9 +179,11 @@ async fn member_overview(
         return Err(crate::tools::not_encoded());
     };
     let uri = resources::overview_uri(&member.slug);
-    let (data, message) = resources::overview(directory, Some(person), member.slug.as_str()).await?;
-    let text = serde_json::to_string_pretty(&serde_json::json!({"message": message, "data": &data}))
-        .map_err(|_| crate::tools::not_encoded())?;
+    let (data, message) =
+        resources::overview(directory, Some(person), member.slug.as_str()).await?;
+    let text =
+        serde_json::to_string_pretty(&serde_json::json!({"message": message, "data": &data}))
+            .map_err(|_| crate::tools::not_encoded())?;
     let embedded = ResourceContents::text(text, uri).with_mime_type("application/json");
     Ok((name, data, embedded))
 }
@@ -320,7 +322,12 @@ async fn summarise_file(
         &format!("acdm_read_nextcloud_file with project_name={project:?}, path={full:?}"),
     );
     let mut text = format!("Summarise the attached document {full:?} of project {project:?}");
-    match args.focus.as_deref().map(str::trim).filter(|f| !f.is_empty()) {
+    match args
+        .focus
+        .as_deref()
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+    {
         Some(focus) => text.push_str(&format!(", concentrating on: {focus}.\n")),
         None => text.push_str(".\n"),
     }

@@ -28,7 +28,7 @@ use rmcp::model::{
 };
 
 use crate::people::{Person, PersonDirectory};
-use crate::tools::{Failure, ReadNextcloudInput, ReadWikiInput, Success, Structured, Tools};
+use crate::tools::{Failure, ReadNextcloudInput, ReadWikiInput, Structured, Success, Tools};
 
 /// Resources per `resources/list` page.
 pub(crate) const PAGE: usize = 100;
@@ -181,7 +181,10 @@ impl WikiListing {
             return Ok(files);
         }
         let files = Arc::new(tools.sources.wiki.tree(&head.commit).await?);
-        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
             Some((head.commit, files.clone()));
         Ok(files)
     }
@@ -374,11 +377,7 @@ pub(crate) async fn overview(
             "The engine reads a project's overview at /agent-tools/project/overview.",
         ));
     };
-    let Some(member) = person
-        .memberships
-        .iter()
-        .find(|m| m.slug.as_str() == slug)
-    else {
+    let Some(member) = person.memberships.iter().find(|m| m.slug.as_str() == slug) else {
         return Err(missing());
     };
     match directory.overview(&person.user, &member.slug).await {

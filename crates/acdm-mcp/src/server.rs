@@ -28,13 +28,13 @@ use serde::de::DeserializeOwned;
 use crate::metrics::McpMetrics;
 use crate::people::{Person, PersonDirectory};
 use crate::resources::WikiListing;
-use crate::{prompts, resources};
 use crate::tools::{
     self, Failure, LIST_PROJECTS, ListProjectsInput, ListProjectsOutput, READ_NEXTCLOUD, READ_WIKI,
     ReadLimits, ReadNextcloudInput, ReadOutput, ReadWikiInput, SEARCH_NEXTCLOUD, SEARCH_WIKI,
     SearchNextcloudInput, SearchNextcloudOutput, SearchWikiInput, SearchWikiOutput, Success,
     ToolFailure, Tools,
 };
+use crate::{prompts, resources};
 
 /// What the model is told when it connects.
 pub const INSTRUCTIONS: &str = "\
@@ -639,7 +639,11 @@ fn protocol_error(failure: &Failure, not_found_code: rmcp::model::ErrorCode) -> 
         message.push_str("\nWhat to do: ");
         message.push_str(action);
     }
-    McpError::new(code, message, serde_json::to_value(failure.to_structured()).ok())
+    McpError::new(
+        code,
+        message,
+        serde_json::to_value(failure.to_structured()).ok(),
+    )
 }
 
 impl ServerHandler for KnowledgeServer {
@@ -651,11 +655,11 @@ impl ServerHandler for KnowledgeServer {
                 .enable_tools()
                 .build(),
         )
-            .with_server_info(
-                Implementation::new("acdm-knowledge", env!("CARGO_PKG_VERSION"))
-                    .with_title("a-cdm knowledge"),
-            )
-            .with_instructions(INSTRUCTIONS)
+        .with_server_info(
+            Implementation::new("acdm-knowledge", env!("CARGO_PKG_VERSION"))
+                .with_title("a-cdm knowledge"),
+        )
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(

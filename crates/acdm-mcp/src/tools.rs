@@ -27,8 +27,8 @@ use serde::{Deserialize, Serialize};
 use acdm_knowledge::{DocumentText, Knowledge, KnowledgeError, search_suggestions};
 
 use crate::people::Person;
-use rmcp::model::ResourceContents;
 use acdm_sources::render::{Encoding, render};
+use rmcp::model::ResourceContents;
 
 /// The tool names, as the LLM sees them.
 pub(crate) const SEARCH_WIKI: &str = "acdm_search_wiki";
@@ -1321,7 +1321,11 @@ impl Tools {
     /// For a person, `name` must be one of their projects; any other is
     /// answered word for word as a project that does not exist (the
     /// spelling hint names only their own projects).
-    pub(crate) fn check_member(&self, person: Option<&Person>, name: &ProjectName) -> Result<(), Failure> {
+    pub(crate) fn check_member(
+        &self,
+        person: Option<&Person>,
+        name: &ProjectName,
+    ) -> Result<(), Failure> {
         let Some(person) = person else {
             return Ok(());
         };

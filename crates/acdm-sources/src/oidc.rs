@@ -47,6 +47,9 @@ use url::Url;
 use crate::error::SourceError;
 use crate::http::{HttpClient, Idempotency, UpstreamRequest, read_capped};
 
+mod introspection;
+pub use introspection::IntrospectionSettings;
+
 /// How the errors and logs name the issuer.
 const SOURCE: &str = "identity provider";
 
@@ -86,6 +89,9 @@ pub struct OidcSettings {
     pub refetch_after: Duration,
     /// Keys older than this are fetched again before they are used.
     pub max_key_age: Duration,
+    /// The issuer's introspection endpoint (RFC 7662), for access tokens
+    /// that are not JWTs; without it such a token is refused.
+    pub introspection: Option<IntrospectionSettings>,
 }
 
 impl OidcSettings {
@@ -100,6 +106,7 @@ impl OidcSettings {
             leeway: Duration::from_secs(60),
             refetch_after: Duration::from_secs(30),
             max_key_age: Duration::from_secs(600),
+            introspection: None,
         }
     }
 }
@@ -155,6 +162,9 @@ struct Inner {
     keys: std::sync::RwLock<Keys>,
     /// One fetch at a time.
     fetching: tokio::sync::Mutex<()>,
+    /// Opaque tokens' checker, when the issuer has an introspection
+    /// endpoint configured.
+    introspector: Option<introspection::Introspector>,
 }
 
 #[derive(Default)]
@@ -191,6 +201,9 @@ impl TokenVerifier {
 
     /// [`TokenVerifier::new`] on `clock` (the refetch bounds; tests).
     pub fn with_clock(settings: OidcSettings, client: HttpClient, clock: Arc<dyn Clock>) -> Self {
+        let introspector = settings.introspection.clone().map(|introspection| {
+            introspection::Introspector::new(introspection, client.clone(), clock.clone())
+        });
         Self {
             inner: Arc::new(Inner {
                 settings,
@@ -198,6 +211,7 @@ impl TokenVerifier {
                 clock,
                 keys: std::sync::RwLock::default(),
                 fetching: tokio::sync::Mutex::new(()),
+                introspector,
             }),
         }
     }
@@ -207,9 +221,16 @@ impl TokenVerifier {
         &self.inner.settings.issuer
     }
 
-    /// Checks `token`; the user it is for.
+    /// Checks `token`; the user it is for. A JWT is verified here; any
+    /// other token is asked about at the introspection endpoint, when one
+    /// is configured (refused as malformed otherwise).
     pub async fn verify(&self, token: &str) -> Result<Verified, TokenError> {
-        let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::Malformed)?;
+        let Ok(header) = jsonwebtoken::decode_header(token) else {
+            return match &self.inner.introspector {
+                Some(introspector) => introspector.verify(token, &self.inner.settings).await,
+                None => Err(TokenError::Malformed),
+            };
+        };
         if !ACCEPTED.contains(&header.alg) {
             return Err(TokenError::Algorithm);
         }
@@ -228,34 +249,13 @@ impl TokenVerifier {
             &validation,
         )
         .map_err(|e| TokenError::Invalid(describe(&e)))?;
-        let user = data
-            .claims
-            .get(&settings.user_claim)
-            .and_then(serde_json::Value::as_str)
-            .filter(|s| !s.trim().is_empty())
-            .ok_or_else(|| {
-                TokenError::Invalid(format!(
-                    "it has no `{}` claim naming the user",
-                    settings.user_claim
-                ))
-            })?;
-        // An address the person may have typed but not proven names no one.
-        if settings.user_claim == "email"
-            && data.claims.get("email_verified") != Some(&serde_json::Value::Bool(true))
-        {
-            return Err(TokenError::Invalid(
-                "its `email` is not verified (`email_verified` is not true)".to_owned(),
-            ));
-        }
+        let user = user_of(&data.claims, settings)?;
         let expires_at = data
             .claims
             .get("exp")
             .and_then(serde_json::Value::as_u64)
             .unwrap_or_default();
-        Ok(Verified {
-            user: user.to_owned(),
-            expires_at,
-        })
+        Ok(Verified { user, expires_at })
     }
 
     /// The key for a token's `kid` and `alg`, fetching the JWKS when the
@@ -502,6 +502,33 @@ pub fn secure_or_loopback(url: &Url) -> bool {
         },
         _ => false,
     }
+}
+
+/// The user a token's (or an introspection answer's) claims name: the
+/// configured claim, a non-empty string; `email` only when verified.
+fn user_of(
+    claims: &serde_json::Map<String, serde_json::Value>,
+    settings: &OidcSettings,
+) -> Result<String, TokenError> {
+    let user = claims
+        .get(&settings.user_claim)
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| {
+            TokenError::Invalid(format!(
+                "it has no `{}` claim naming the user",
+                settings.user_claim
+            ))
+        })?;
+    // An address the person may have typed but not proven names no one.
+    if settings.user_claim == "email"
+        && claims.get("email_verified") != Some(&serde_json::Value::Bool(true))
+    {
+        return Err(TokenError::Invalid(
+            "its `email` is not verified (`email_verified` is not true)".to_owned(),
+        ));
+    }
+    Ok(user.to_owned())
 }
 
 /// What a verification error says, in words a person configuring a client

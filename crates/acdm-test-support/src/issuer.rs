@@ -5,13 +5,20 @@
 //!
 //! The published key set can be changed while it runs (a rotation), and
 //! every JWKS fetch is counted, so the tests see when the service fetched.
+//! It also issues opaque access tokens and answers for them at its
+//! introspection endpoint (RFC 7662, Keycloak's path), to the client
+//! [`INTROSPECTION_CLIENT`] only; a token can be revoked there.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use std::collections::HashMap;
+
 use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
@@ -90,7 +97,14 @@ struct Shared {
     issuer: String,
     keys: Mutex<Vec<Jwk>>,
     jwks_fetches: AtomicUsize,
+    /// Opaque tokens issued: their introspection claims (without
+    /// `active`), `None` once revoked.
+    opaque: Mutex<HashMap<String, Option<Value>>>,
+    introspections: AtomicUsize,
 }
+
+/// The client id and secret the introspection endpoint takes.
+pub const INTROSPECTION_CLIENT: (&str, &str) = ("acdm-backend", "introspection s3cret:!");
 
 /// The issuer, serving until dropped.
 pub struct TestIssuer {
@@ -117,6 +131,8 @@ impl TestIssuer {
             issuer: issuer.clone(),
             keys: Mutex::new(keys.iter().map(|k| k.jwk.clone()).collect()),
             jwks_fetches: AtomicUsize::new(0),
+            opaque: Mutex::new(HashMap::new()),
+            introspections: AtomicUsize::new(0),
         });
         let app = axum::Router::new()
             .route(
@@ -124,6 +140,10 @@ impl TestIssuer {
                 get(discovery),
             )
             .route("/realms/test/protocol/openid-connect/certs", get(jwks))
+            .route(
+                "/realms/test/protocol/openid-connect/token/introspect",
+                post(introspect),
+            )
             .with_state(shared.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -145,6 +165,39 @@ impl TestIssuer {
     /// Publishes `raw` as the JWKS's keys, as given (keys of any kind).
     pub fn publish_raw(&self, raw: Vec<Jwk>) {
         *self.shared.keys.lock().unwrap_or_else(|p| p.into_inner()) = raw;
+    }
+
+    /// The introspection endpoint's URL.
+    pub fn introspection_url(&self) -> String {
+        format!("{}/protocol/openid-connect/token/introspect", self.issuer)
+    }
+
+    /// Issues an opaque access token whose introspection answer is
+    /// `claims` with `active: true`.
+    pub fn issue_opaque(&self, claims: &Value) -> String {
+        let mut bytes = [0u8; 24];
+        getrandom::fill(&mut bytes).unwrap_or_else(|e| panic!("no randomness: {e}"));
+        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        self.shared
+            .opaque
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(token.clone(), Some(claims.clone()));
+        token
+    }
+
+    /// Revokes an opaque token: introspection says `active: false` from now.
+    pub fn revoke(&self, token: &str) {
+        self.shared
+            .opaque
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(token.to_owned(), None);
+    }
+
+    /// How many introspection requests were answered (any outcome).
+    pub fn introspections(&self) -> usize {
+        self.shared.introspections.load(Ordering::SeqCst)
     }
 
     /// How many times the JWKS was fetched.
@@ -202,4 +255,66 @@ async fn jwks(State(shared): State<Arc<Shared>>) -> Json<JwkSet> {
         .unwrap_or_else(|p| p.into_inner())
         .clone();
     Json(JwkSet { keys })
+}
+
+/// RFC 7662: the client authenticates with HTTP Basic (RFC 6749 §2.3.1,
+/// id and secret form-encoded); `token` in the form body.
+async fn introspect(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    shared.introspections.fetch_add(1, Ordering::SeqCst);
+    let encode = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let expected = {
+        use base64::Engine as _;
+        let (id, secret) = INTROSPECTION_CLIENT;
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!(
+                "{}:{}",
+                encode(id),
+                encode(secret)
+            ))
+        )
+    };
+    let authorized = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == expected);
+    if !authorized {
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"error": "invalid_client"})),
+        )
+            .into_response();
+    }
+    let form_ok = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    let token = url::form_urlencoded::parse(body.as_bytes())
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.into_owned());
+    let (true, Some(token)) = (form_ok, token) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": "invalid_request"})),
+        )
+            .into_response();
+    };
+    let found = shared
+        .opaque
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&token)
+        .cloned()
+        .flatten();
+    match found {
+        Some(mut claims) => {
+            claims["active"] = json!(true);
+            Json(claims).into_response()
+        }
+        None => Json(json!({"active": false})).into_response(),
+    }
 }

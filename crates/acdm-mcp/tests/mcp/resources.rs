@@ -145,7 +145,10 @@ async fn a_resource_reads_as_the_read_tools_read() {
             page["text"],
             "# Weekly reports\nDue Friday.\nApproved by an owner.\n"
         );
-        assert!(page.get("_meta").is_none_or(|m| m.get("truncated").is_none()));
+        assert!(
+            page.get("_meta")
+                .is_none_or(|m| m.get("truncated").is_none())
+        );
     }
     // A file larger than the largest window: its first window, and how to
     // read on.
@@ -153,14 +156,21 @@ async fn a_resource_reads_as_the_read_tools_read() {
     let big = content(&big);
     let text = big["text"].as_str().unwrap();
     assert!(big_text().starts_with(text));
-    assert!(text.len() <= 64 * 1024 && text.len() > 60 * 1024, "{}", text.len());
+    assert!(
+        text.len() <= 64 * 1024 && text.len() > 60 * 1024,
+        "{}",
+        text.len()
+    );
     assert_eq!(big["_meta"]["truncated"], true, "{big}");
     assert_eq!(big["_meta"]["next_offset"], text.len());
     assert!(
         big["_meta"]["continue_with"]
             .as_str()
             .unwrap()
-            .contains(&format!("acdm_read_wiki_file with path=\"big.md\", offset={}", text.len())),
+            .contains(&format!(
+                "acdm_read_wiki_file with path=\"big.md\", offset={}",
+                text.len()
+            )),
         "{big}"
     );
 
@@ -196,7 +206,11 @@ async fn a_resource_outside_its_project_or_missing_is_refused_as_the_tools_refus
             -32602,
             "permission_denied",
         ),
-        ("nextcloud://Alpha%2F..%2FBeta/kickoff.md", -32602, "validation_error"),
+        (
+            "nextcloud://Alpha%2F..%2FBeta/kickoff.md",
+            -32602,
+            "validation_error",
+        ),
         // The trash is no project.
         (
             "nextcloud://.acdm-trash/alpha/6f1c1c1e-6b0b-4e53-9a38-2d1f7cf6b8a1/0/kickoff.md",
@@ -272,7 +286,10 @@ async fn the_summarise_prompt_embeds_the_file_it_is_about() {
             json!({"project_name": "Alpha", "path": "a.md", "project_id": "x"}),
             "unknown field `project_id`",
         ),
-        (json!({"project_name": "Alpha", "path": 5}), "path: invalid type"),
+        (
+            json!({"project_name": "Alpha", "path": 5}),
+            "path: invalid type",
+        ),
         (
             json!({"project_name": "Alpha", "path": "notes/kickoff.md", "focus": "x".repeat(501)}),
             "focus is longer than 500 characters",

@@ -93,10 +93,7 @@ impl Check<'_> {
     /// Reads the resource `uri`, for the project `project`, as `call`
     /// calls a tool; its content, if it was served.
     async fn read(&mut self, project: &str, uri: &str) {
-        let response = self
-            .mcp
-            .rpc("resources/read", json!({"uri": uri}))
-            .await;
+        let response = self.mcp.rpc("resources/read", json!({"uri": uri})).await;
         let failed = response.get("error").is_some();
         assert!(
             failed || response["result"]["contents"].is_array(),
@@ -138,7 +135,10 @@ impl Check<'_> {
             return;
         }
         let Ok(name) = ProjectName::parse(project) else {
-            assert!(seen.is_empty(), "{what}: an invalid project name sent {seen:?}");
+            assert!(
+                seen.is_empty(),
+                "{what}: an invalid project name sent {seen:?}"
+            );
             assert!(failed, "{what}: an invalid project name was served");
             return;
         };

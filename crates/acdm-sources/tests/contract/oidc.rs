@@ -8,7 +8,7 @@ use std::time::Duration;
 use acdm_core::scope::ManualClock;
 use acdm_sources::http::{HttpClient, HttpSettings};
 use acdm_sources::oidc::{OidcSettings, TokenError, TokenVerifier};
-use acdm_test_support::issuer::{SigningKey, TestIssuer, now};
+use acdm_test_support::issuer::{INTROSPECTION_CLIENT, SigningKey, TestIssuer, now};
 use base64::Engine as _;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
@@ -318,4 +318,108 @@ async fn an_email_names_the_user_only_when_it_is_verified() {
 /// A verifier of `issuer` on a clock of its own.
 fn verifier_for(issuer: &TestIssuer) -> TokenVerifier {
     verifier(issuer, Arc::new(ManualClock::new()))
+}
+
+/// A verifier that also asks the issuer's introspection endpoint about
+/// opaque tokens, as the client `INTROSPECTION_CLIENT` with `secret`.
+fn introspecting(issuer: &TestIssuer, clock: Arc<ManualClock>, secret: &str) -> TokenVerifier {
+    let mut settings = OidcSettings::new(issuer.issuer.clone(), AUDIENCE.to_owned());
+    settings.introspection = Some(acdm_sources::oidc::IntrospectionSettings {
+        url: url::Url::parse(&issuer.introspection_url()).unwrap(),
+        client_id: INTROSPECTION_CLIENT.0.to_owned(),
+        client_secret: secrecy::SecretString::from(secret.to_owned()),
+        cache_for: Duration::from_secs(60),
+    });
+    TokenVerifier::with_clock(settings, client(), clock)
+}
+
+#[tokio::test]
+async fn an_opaque_token_is_asked_about_once_per_bound_and_a_revoked_one_stops_within_it() {
+    let rsa = SigningKey::rsa("rsa-1");
+    let issuer = TestIssuer::start(&[&rsa]).await;
+    let clock = Arc::new(ManualClock::new());
+    let verifier = introspecting(&issuer, clock.clone(), INTROSPECTION_CLIENT.1);
+    let token = issuer.issue_opaque(&issuer.claims("u-alice", AUDIENCE));
+    for _ in 0..5 {
+        assert_eq!(verifier.verify(&token).await.unwrap().user, "u-alice");
+    }
+    assert_eq!(issuer.introspections(), 1, "one request per bound");
+
+    // Revoked at the issuer: still admitted within the bound, refused after.
+    issuer.revoke(&token);
+    assert!(verifier.verify(&token).await.is_ok());
+    assert_eq!(issuer.introspections(), 1);
+    clock.advance(Duration::from_secs(61));
+    let revoked = refused(verifier.verify(&token).await, "revoked");
+    assert!(
+        matches!(&revoked, TokenError::Invalid(why) if why.contains("not active")),
+        "{revoked}"
+    );
+    // The refusal is kept too: a client retrying costs the issuer nothing.
+    assert!(verifier.verify(&token).await.is_err());
+    assert_eq!(issuer.introspections(), 2);
+
+    // An answer is kept no longer than the token lives.
+    let mut short = issuer.claims("u-bob", AUDIENCE);
+    short["exp"] = json!(now() + 10);
+    let short = issuer.issue_opaque(&short);
+    assert!(verifier.verify(&short).await.is_ok());
+    clock.advance(Duration::from_secs(11));
+    assert!(verifier.verify(&short).await.is_ok());
+    assert_eq!(
+        issuer.introspections(),
+        4,
+        "asked again once its exp passed"
+    );
+
+    // Active but not for this server, or from another issuer; unknown.
+    for (field, value, why) in [
+        ("aud", json!("https://other.example/mcp"), "aud"),
+        ("iss", json!("https://evil.example/realms/test"), "iss"),
+        ("sub", json!(""), "`sub`"),
+    ] {
+        let mut claims = issuer.claims("u-carol", AUDIENCE);
+        claims[field] = value;
+        let token = issuer.issue_opaque(&claims);
+        let error = refused(verifier.verify(&token).await, field);
+        assert!(
+            matches!(&error, TokenError::Invalid(w) if w.contains(why)),
+            "{field}: {error}"
+        );
+    }
+    let unknown = refused(verifier.verify("not-a-token-it-issued").await, "unknown");
+    assert!(matches!(unknown, TokenError::Invalid(_)), "{unknown}");
+
+    // JWTs are still verified by the keys, never sent to introspection.
+    let before = issuer.introspections();
+    let jwt = rsa.sign(&issuer.claims("u-alice", AUDIENCE));
+    assert_eq!(verifier.verify(&jwt).await.unwrap().user, "u-alice");
+    let forged = rsa.sign(&issuer.claims("u-alice", "https://other.example/mcp"));
+    assert!(verifier.verify(&forged).await.is_err());
+    assert_eq!(issuer.introspections(), before);
+
+    // Without an introspection endpoint, an opaque token is malformed.
+    let plain = verifier_for(&issuer);
+    let malformed = refused(plain.verify(&token).await, "no introspection");
+    assert!(matches!(malformed, TokenError::Malformed), "{malformed}");
+}
+
+#[tokio::test]
+async fn an_introspection_endpoint_that_refuses_this_service_or_is_down_is_unavailable() {
+    let issuer = TestIssuer::start(&[]).await;
+    let clock = Arc::new(ManualClock::new());
+    let token = issuer.issue_opaque(&issuer.claims("u-alice", AUDIENCE));
+    // A wrong client secret is this service's problem, not the token's:
+    // 503, and not kept (fixing the secret needs no wait).
+    let wrong = introspecting(&issuer, clock.clone(), "not the secret");
+    for _ in 0..2 {
+        let error = refused(wrong.verify(&token).await, "wrong secret");
+        assert!(error.is_unavailable(), "{error}");
+        assert!(!error.to_string().contains("not the secret"), "{error}");
+    }
+    assert_eq!(issuer.introspections(), 2);
+    let verifier = introspecting(&issuer, clock, INTROSPECTION_CLIENT.1);
+    drop(issuer);
+    let down = refused(verifier.verify(&token).await, "issuer down");
+    assert!(down.is_unavailable(), "{down}");
 }
