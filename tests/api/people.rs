@@ -480,6 +480,92 @@ async fn an_opaque_token_is_checked_at_the_issuers_introspection_endpoint() {
     p.app.stop().await;
 }
 
+#[tokio::test]
+async fn with_sessions_on_a_session_serves_only_the_one_who_opened_it() {
+    let p = people_with(|_| vec![("ACDM_MCP_SESSIONS", "true".to_owned())]).await;
+    let post = |auth: (&'static str, String), session: Option<&str>, body: Value| {
+        let mut request = p
+            .http
+            .post(p.url("/mcp"))
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2025-06-18")
+            .header(auth.0, auth.1)
+            .json(&body);
+        if let Some(session) = session {
+            request = request.header("Mcp-Session-Id", session);
+        }
+        request.send()
+    };
+    let alice = ("Authorization", format!("Bearer {}", p.token("u-alice")));
+    let bob = ("Authorization", format!("Bearer {}", p.token("u-bob")));
+    let service = ("X-ACDM-Service-Auth", TOKEN.to_owned());
+    let opened = post(
+        alice.clone(),
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(opened.status(), 200);
+    let session = opened
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session id")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = post(
+        alice.clone(),
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        initialized.status().is_success(),
+        "{}",
+        initialized.status()
+    );
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let hers = post(alice.clone(), Some(&session), list.clone())
+        .await
+        .unwrap();
+    assert_eq!(hers.status(), 200);
+    assert!(hers.text().await.unwrap().contains("acdm_list_projects"));
+    // Her session id in anyone else's hands: a session that does not exist.
+    for other in [bob.clone(), service.clone()] {
+        let refused = post(other.clone(), Some(&session), list.clone())
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 404, "{}", other.0);
+        let stream = p
+            .http
+            .get(p.url("/mcp"))
+            .header("Accept", "text/event-stream")
+            .header(other.0, other.1.clone())
+            .header("Mcp-Session-Id", &session)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 404, "{}: the session's stream", other.0);
+    }
+    // Closed by her, it is gone for her too.
+    let closed = p
+        .http
+        .delete(p.url("/mcp"))
+        .header(alice.0, alice.1.clone())
+        .header("Mcp-Session-Id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert!(closed.status().is_success(), "{}", closed.status());
+    let after = post(alice, Some(&session), list).await.unwrap();
+    assert_eq!(after.status(), 404);
+    p.app.stop().await;
+}
+
 /// A JSON-RPC answer with the given names put back as `NAME`, to compare
 /// another project's answer with a missing one's word for word.
 fn named(answer: &Value, name: &str) -> String {

@@ -22,6 +22,7 @@ mod people;
 mod prompts;
 mod resources;
 mod server;
+mod sessions;
 mod tools;
 
 use std::sync::Arc;
@@ -139,6 +140,7 @@ fn build(sources: Sources, settings: McpSettings, metrics: McpMetrics, direct: b
         direct,
         host_check,
         in_flight,
+        owners: (people.is_some() && settings.sessions).then(Default::default),
         people: people.clone(),
     });
     // Exactly `/mcp` and `/mcp/`: rmcp ignores the path, so a catch-all
@@ -177,6 +179,8 @@ struct Endpoint {
     host_check: host::AllowedHosts,
     in_flight: drain::InFlight,
     people: Option<PeopleAuth>,
+    /// Sessions' openers, with people's tokens and sessions both on.
+    owners: Option<sessions::SessionOwners>,
 }
 
 /// The host check, then the drain's count of the call, then the answer.
@@ -204,10 +208,27 @@ async fn serve(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Respo
         }
         _ => request,
     };
-    endpoint
+    let Some(owners) = &endpoint.owners else {
+        return endpoint
+            .in_flight
+            .counting(request, |request| endpoint.answer(request))
+            .await;
+    };
+    // A session serves only whoever opened it.
+    let caller = sessions::Owner::of(request.extensions().get::<Person>());
+    let named = sessions::requested(request.headers());
+    if let Some(id) = &named
+        && !owners.admits(id, &caller)
+    {
+        return sessions::not_found();
+    }
+    let method = request.method().clone();
+    let response = endpoint
         .in_flight
         .counting(request, |request| endpoint.answer(request))
-        .await
+        .await;
+    sessions::after(owners, &method, named.as_deref(), caller, &response);
+    response
 }
 
 impl Endpoint {

@@ -311,10 +311,10 @@ async fn introspect(
         .cloned()
         .flatten();
     match found {
-        Some(mut claims) => {
-            claims["active"] = json!(true);
-            Json(claims).into_response()
+        Some(Value::Object(mut claims)) => {
+            claims.insert("active".to_owned(), json!(true));
+            Json(Value::Object(claims)).into_response()
         }
-        None => Json(json!({"active": false})).into_response(),
+        _ => Json(json!({"active": false})).into_response(),
     }
 }
