@@ -1,6 +1,7 @@
 //! Prometheus metrics of the knowledge tools: calls by tool and outcome
 //! (`ok` or the error code), and latency by tool. Labels are bounded sets
-//! (four tools, the error-code table) — never a query, path or project.
+//! (the five tools, `resources/list`, `resources/read` and `prompts/get`;
+//! the error-code table) — never a query, URI, path or project.
 //! And the content index per source and the extraction pool per failure
 //! reason ([`IndexMetrics`]).
 
@@ -39,7 +40,7 @@ impl McpMetrics {
         });
         registry.register(
             "acdm_mcp_tool_calls",
-            "MCP tool calls by tool and outcome (ok or error code)",
+            "MCP tool calls (and resources/list, resources/read, prompts/get) by tool and outcome (ok or error code)",
             calls.clone(),
         );
         registry.register(
