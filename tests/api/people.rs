@@ -551,6 +551,20 @@ async fn with_sessions_on_a_session_serves_only_the_one_who_opened_it() {
             .unwrap();
         assert_eq!(stream.status(), 404, "{}: the session's stream", other.0);
     }
+    // Nor can anyone else close it: it still serves her.
+    let closing = p
+        .http
+        .delete(p.url("/mcp"))
+        .header(bob.0, bob.1.clone())
+        .header("Mcp-Session-Id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closing.status(), 404);
+    let still = post(alice.clone(), Some(&session), list.clone())
+        .await
+        .unwrap();
+    assert_eq!(still.status(), 200);
     // Closed by her, it is gone for her too.
     let closed = p
         .http

@@ -150,7 +150,7 @@ impl PeopleAuth {
             Err(error) if error.is_unavailable() => {
                 tracing::warn!(error = %error, "a person's token cannot be checked");
                 return Err(unavailable(
-                    "the identity provider's keys cannot be fetched now; retry later",
+                    "your access token cannot be checked with the identity provider now; retry later",
                 ));
             }
             Err(error) => {

@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 
 use crate::people::{Person, PersonDirectory};
 use crate::resources;
-use crate::tools::{Failure, ReadNextcloudInput, Structured, Tools, clip};
+use crate::tools::{Failure, Tools};
 
 /// `prepare_meeting`.
 pub(crate) const PREPARE_MEETING: &str = "prepare_meeting";
@@ -108,21 +108,11 @@ fn arguments<T: DeserializeOwned>(
     prompt: &str,
     arguments: Option<rmcp::model::JsonObject>,
 ) -> Result<T, Failure> {
-    let value = serde_json::Value::Object(arguments.unwrap_or_default());
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
-        let problem = if path == "." {
-            inner
-        } else {
-            format!("{path}: {inner}")
-        };
-        Failure::new(
-            ErrorCode::ValidationError,
-            format!("invalid arguments for {prompt}: {}", clip(&problem, 300)),
-            "Pass the arguments prompts/list describes, each a string.",
-        )
-    })
+    crate::server::parse_strictly(
+        arguments.unwrap_or_default(),
+        &format!("invalid arguments for {prompt}"),
+        "Pass the arguments prompts/list describes, each a string.",
+    )
 }
 
 fn too_long(name: &str, value: Option<&str>, max: usize) -> Result<(), Failure> {
@@ -181,10 +171,7 @@ async fn member_overview(
     let uri = resources::overview_uri(&member.slug);
     let (data, message) =
         resources::overview(directory, Some(person), member.slug.as_str()).await?;
-    let text =
-        serde_json::to_string_pretty(&serde_json::json!({"message": message, "data": &data}))
-            .map_err(|_| crate::tools::not_encoded())?;
-    let embedded = ResourceContents::text(text, uri).with_mime_type("application/json");
+    let embedded = resources::overview_contents(&uri, &data, &message)?;
     Ok((name, data, embedded))
 }
 
@@ -298,29 +285,12 @@ async fn summarise_file(
     } else {
         format!("{}{}/{}", tools.files_base.as_prefix(), project, path)
     };
-    let read = tools
-        .read_nextcloud(
-            ReadNextcloudInput {
-                path: full.clone(),
-                project_name: project.clone(),
-                offset: 0,
-                max_bytes: Some(tools.limits.max_bytes),
-            },
-            person,
-        )
-        .await?;
-    let Structured::Read(output) = read.structured else {
-        return Err(crate::tools::not_encoded());
-    };
     let inside = full
         .strip_prefix(&format!("{}{}/", tools.files_base.as_prefix(), project))
         .unwrap_or(&full);
     let uri = resources::file_uri(&project, inside);
-    let truncated = output.truncated();
-    let embedded = output.into_contents(
-        &uri,
-        &format!("acdm_read_nextcloud_file with project_name={project:?}, path={full:?}"),
-    );
+    let (embedded, truncated) =
+        resources::project_file(tools, person, &project, &full, &uri).await?;
     let mut text = format!("Summarise the attached document {full:?} of project {project:?}");
     match args
         .focus

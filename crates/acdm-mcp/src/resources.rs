@@ -258,14 +258,9 @@ pub(crate) async fn list(
         })
         .unwrap_or_default();
     let files = wiki.files(tools).await?;
+    // A cursor past the end (the wiki shrank since it was given) is an
+    // empty last page.
     let total = overviews.len() + files.len();
-    if start > total {
-        return Err(Failure::new(
-            ErrorCode::ValidationError,
-            "invalid cursor: it is past the end of the list",
-            "List again from the start (no cursor).",
-        ));
-    }
     let first_file = start.saturating_sub(overviews.len());
     let mut page: Vec<Resource> = overviews.drain(..).skip(start).take(PAGE).collect();
     let room = PAGE - page.len();
@@ -277,7 +272,7 @@ pub(crate) async fn list(
             None => resource,
         }
     }));
-    let end = start + page.len();
+    let end = start.saturating_add(page.len());
     let mut result = ListResourcesResult::with_all_items(page);
     result.next_cursor = (end < total).then(|| end.to_string());
     Ok(result)
@@ -323,34 +318,58 @@ pub(crate) async fn read(
                 project,
                 path.trim_start_matches('/')
             );
-            let read = tools
-                .read_nextcloud(
-                    ReadNextcloudInput {
-                        path: full.clone(),
-                        project_name: project.clone(),
-                        offset: 0,
-                        max_bytes,
-                    },
-                    person,
-                )
-                .await?;
-            contents_of(
-                read,
-                uri,
-                &format!("acdm_read_nextcloud_file with project_name={project:?}, path={full:?}"),
-            )
+            vec![project_file(tools, person, &project, &full, uri).await?.0]
         }
         Target::Overview(slug) => {
             let (data, message) = overview(directory, person, &slug).await?;
-            let text = serde_json::to_string_pretty(&serde_json::json!({
-                "message": message,
-                "data": data,
-            }))
-            .map_err(|_| crate::tools::not_encoded())?;
-            vec![ResourceContents::text(text, uri).with_mime_type("application/json")]
+            vec![overview_contents(uri, &data, &message)?]
         }
     };
     Ok(ReadResourceResult::new(contents))
+}
+
+/// The project file at `full` (its whole path) of the project named
+/// `project`, as the contents of the resource `uri`: one window of the
+/// largest read, through [`Tools::read_nextcloud`] and its checks; and
+/// whether the file goes on after it.
+pub(crate) async fn project_file(
+    tools: &Tools,
+    person: Option<&Person>,
+    project: &str,
+    full: &str,
+    uri: &str,
+) -> Result<(ResourceContents, bool), Failure> {
+    let read = tools
+        .read_nextcloud(
+            ReadNextcloudInput {
+                path: full.to_owned(),
+                project_name: project.to_owned(),
+                offset: 0,
+                max_bytes: Some(tools.limits.max_bytes),
+            },
+            person,
+        )
+        .await?;
+    let Structured::Read(output) = read.structured else {
+        // Not reached: the read tools answer with `Read`.
+        return Err(crate::tools::not_encoded());
+    };
+    let truncated = output.truncated();
+    let continue_with =
+        format!("acdm_read_nextcloud_file with project_name={project:?}, path={full:?}");
+    Ok((output.into_contents(uri, &continue_with), truncated))
+}
+
+/// A project's overview as the contents of the resource `uri`: JSON of
+/// its summary (`message`) and `data`.
+pub(crate) fn overview_contents(
+    uri: &str,
+    data: &acdm_core::project::OverviewData,
+    message: &str,
+) -> Result<ResourceContents, Failure> {
+    let text = serde_json::to_string_pretty(&serde_json::json!({"message": message, "data": data}))
+        .map_err(|_| crate::tools::not_encoded())?;
+    Ok(ResourceContents::text(text, uri).with_mime_type("application/json"))
 }
 
 /// The overview of the project `slug` for `person`, a member of it; any

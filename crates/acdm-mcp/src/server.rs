@@ -577,6 +577,20 @@ impl KnowledgeServer {
 /// and wrong types are refused with a message naming them — the field's
 /// path is part of the message (`limit: invalid type: string "ten"…`).
 fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, Failure> {
+    parse_strictly(
+        arguments,
+        "invalid arguments",
+        "Call the tool again with the arguments its input schema describes.",
+    )
+}
+
+/// [`parse`] for any arguments: the failure says `heading`, then the
+/// problem (naming its field), and suggests `action`.
+pub(crate) fn parse_strictly<T: DeserializeOwned>(
+    arguments: JsonObject,
+    heading: &str,
+    action: &str,
+) -> Result<T, Failure> {
     serde_path_to_error::deserialize(serde_json::Value::Object(arguments)).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
@@ -588,8 +602,8 @@ fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, Failure> {
         Failure::new(
             acdm_core::ErrorCode::ValidationError,
             // serde quotes the offending value whole: keep the message short.
-            format!("invalid arguments: {}", tools::clip(&problem, 300)),
-            "Call the tool again with the arguments its input schema describes.",
+            format!("{heading}: {}", tools::clip(&problem, 300)),
+            action,
         )
     })
 }

@@ -417,26 +417,39 @@ impl TokenVerifier {
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         let request = UpstreamRequest::new(Method::GET, url.clone()).headers(&headers);
-        let answer = self
-            .inner
-            .client
-            .send(SOURCE, Idempotency::Read, &request)
-            .await?;
-        let status = answer.status();
-        if !status.is_success() {
-            return Err(SourceError::upstream(
-                SOURCE,
-                Some(status.as_u16()),
-                format!("it answered {status}"),
-            ));
-        }
-        let body = read_capped(SOURCE, answer, MAX_DOCUMENT_BYTES).await?;
-        serde_json::from_slice(&body)
-            .map_err(|_| SourceError::invalid(SOURCE, "its answer is not the JSON expected"))
+        json_answer(
+            &self.inner.client,
+            &request,
+            MAX_DOCUMENT_BYTES,
+            "its answer",
+        )
+        .await
     }
 }
 
 type KeyMap = HashMap<String, (DecodingKey, Option<Algorithm>)>;
+
+/// Sends a read to the issuer and parses its JSON answer (at most
+/// `max_bytes`); `what` names the answer in errors.
+async fn json_answer<T: serde::de::DeserializeOwned>(
+    client: &HttpClient,
+    request: &UpstreamRequest,
+    max_bytes: usize,
+    what: &str,
+) -> Result<T, SourceError> {
+    let answer = client.send(SOURCE, Idempotency::Read, request).await?;
+    let status = answer.status();
+    if !status.is_success() {
+        return Err(SourceError::upstream(
+            SOURCE,
+            Some(status.as_u16()),
+            format!("{what} was {status}"),
+        ));
+    }
+    let body = read_capped(SOURCE, answer, max_bytes).await?;
+    serde_json::from_slice(&body)
+        .map_err(|_| SourceError::invalid(SOURCE, format!("{what} is not the JSON expected")))
+}
 
 impl Keys {
     /// Why no key matches: the issuer is unreachable, or it publishes none.

@@ -123,11 +123,15 @@ async fn the_list_gives_every_wiki_file_a_page_at_a_time() {
     // Every listed URI reads.
     let listed = read(&mcp, &seen[0]).await;
     assert!(content(&listed)["text"].is_string(), "{listed}");
-    // A cursor not made by the server is refused as a bad parameter.
-    for bad in ["abc", "999999"] {
+    // A cursor not made by the server is refused as a bad parameter; one
+    // past the end (the wiki shrank meanwhile) is an empty last page.
+    for bad in ["abc", "-1", ""] {
         let refused = mcp.rpc("resources/list", json!({"cursor": bad})).await;
         assert_eq!(error(&refused)["code"], -32602, "{refused}");
     }
+    let past = mcp.rpc("resources/list", json!({"cursor": "999999"})).await;
+    assert_eq!(past["result"]["resources"], json!([]), "{past}");
+    assert!(past["result"].get("nextCursor").is_none(), "{past}");
 }
 
 #[tokio::test]

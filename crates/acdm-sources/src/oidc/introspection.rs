@@ -27,9 +27,9 @@ use secrecy::{ExposeSecret as _, SecretString};
 use sha2::{Digest as _, Sha256};
 use url::Url;
 
-use super::{OidcSettings, SOURCE, TokenError, Verified, user_of};
+use super::{OidcSettings, TokenError, Verified, json_answer, user_of};
 use crate::error::SourceError;
-use crate::http::{HttpClient, Idempotency, UpstreamRequest, basic_authorization, read_capped};
+use crate::http::{HttpClient, UpstreamRequest, basic_authorization};
 
 /// The introspection endpoint and this service's credentials at it.
 #[derive(Debug, Clone)]
@@ -48,6 +48,24 @@ pub struct IntrospectionSettings {
 /// all of them if none had expired.
 const CACHE_ENTRIES: usize = 10_000;
 
+/// Refusals kept at most (emptied when full of live ones).
+const REFUSALS_KEPT: usize = 1_000;
+
+/// The longest token asked about.
+const MAX_TOKEN_BYTES: usize = 4096;
+
+/// Whether `token` can be an access token at all: RFC 6750's `b64token`
+/// (letters, digits, `-._~+/`, then `=` padding), at most
+/// [`MAX_TOKEN_BYTES`].
+fn plausible(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty()
+        && token.len() <= MAX_TOKEN_BYTES
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
+}
+
 /// The largest introspection answer read.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
@@ -59,7 +77,15 @@ pub(super) struct Introspector {
     authorization: Option<HeaderValue>,
     client: HttpClient,
     clock: Arc<dyn Clock>,
-    kept: Mutex<HashMap<[u8; 32], (Answer, Instant)>>,
+    /// Answers admitting a token, and refusals, kept apart: a flood of
+    /// made-up tokens fills only the refusals'.
+    kept: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    admitted: HashMap<[u8; 32], (Answer, Instant)>,
+    refused: HashMap<[u8; 32], (Answer, Instant)>,
 }
 
 impl Introspector {
@@ -80,7 +106,7 @@ impl Introspector {
             authorization,
             client,
             clock,
-            kept: Mutex::new(HashMap::new()),
+            kept: Mutex::new(Kept::default()),
         }
     }
 
@@ -90,6 +116,11 @@ impl Introspector {
         token: &str,
         oidc: &OidcSettings,
     ) -> Result<Verified, TokenError> {
+        // Not even a bearer token (RFC 6750 §2.1's b64token), or longer
+        // than any issuer's: refused without asking the issuer.
+        if !plausible(token) {
+            return Err(TokenError::Malformed);
+        }
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = self.clock.now();
         if let Some(answer) = self.kept(&key, now) {
@@ -99,33 +130,45 @@ impl Introspector {
         let answer = judge(&claims, oidc, unix_now());
         let mut until = now + self.settings.cache_for;
         if let Ok(verified) = &answer {
+            // An answer without `exp` (`u64::MAX`) is kept for the bound.
             let left = verified.expires_at.saturating_sub(unix_now());
-            until = until.min(now + Duration::from_secs(left));
+            if let Some(end) = now.checked_add(Duration::from_secs(left)) {
+                until = until.min(end);
+            }
         }
         self.keep(key, answer.clone(), until, now);
         answer.map_err(TokenError::Invalid)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], (Answer, Instant)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
         self.kept.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn kept(&self, key: &[u8; 32], now: Instant) -> Option<Answer> {
-        self.lock()
-            .get(key)
-            .filter(|(_, until)| now < *until)
+        let kept = self.lock();
+        [&kept.admitted, &kept.refused]
+            .into_iter()
+            .filter_map(|map| map.get(key))
+            .find(|(_, until)| now < *until)
             .map(|(answer, _)| answer.clone())
     }
 
     fn keep(&self, key: [u8; 32], answer: Answer, until: Instant, now: Instant) {
         let mut kept = self.lock();
-        if kept.len() >= CACHE_ENTRIES {
-            kept.retain(|_, (_, until)| now < *until);
-            if kept.len() >= CACHE_ENTRIES {
-                kept.clear();
+        let kept = &mut *kept;
+        let (map, other, cap) = if answer.is_ok() {
+            (&mut kept.admitted, &mut kept.refused, CACHE_ENTRIES)
+        } else {
+            (&mut kept.refused, &mut kept.admitted, REFUSALS_KEPT)
+        };
+        other.remove(&key);
+        if map.len() >= cap {
+            map.retain(|_, (_, until)| now < *until);
+            if map.len() >= cap {
+                map.clear();
             }
         }
-        kept.insert(key, (answer, until));
+        map.insert(key, (answer, until));
     }
 
     /// The endpoint's answer for `token`.
@@ -153,22 +196,13 @@ impl Introspector {
             .authorization(authorization)
             .body(Bytes::from(body));
         // Asking twice changes nothing at the issuer: retried as a read.
-        let answer = self
-            .client
-            .send(SOURCE, Idempotency::Read, &request)
-            .await?;
-        let status = answer.status();
-        if !status.is_success() {
-            return Err(SourceError::upstream(
-                SOURCE,
-                Some(status.as_u16()),
-                format!("its introspection endpoint answered {status}"),
-            ));
-        }
-        let body = read_capped(SOURCE, answer, MAX_ANSWER_BYTES).await?;
-        serde_json::from_slice(&body).map_err(|_| {
-            SourceError::invalid(SOURCE, "its introspection answer is not a JSON object")
-        })
+        json_answer(
+            &self.client,
+            &request,
+            MAX_ANSWER_BYTES,
+            "its introspection answer",
+        )
+        .await
     }
 }
 
@@ -233,6 +267,16 @@ fn judge(
 mod tests {
     use super::*;
 
+    #[test]
+    fn only_what_can_be_a_bearer_token_is_asked_about() {
+        for token in ["abc", "a.b-c_d~e+f/g==", "0123456789abcdef"] {
+            assert!(plausible(token), "{token}");
+        }
+        for token in ["", "===", "a b", "a\nb", "ä", "a=b", &"a".repeat(4097)] {
+            assert!(!plausible(token), "{token:?}");
+        }
+    }
+
     fn oidc() -> OidcSettings {
         OidcSettings::new(
             "https://idp.example.com/realms/a".into(),
@@ -290,6 +334,13 @@ mod tests {
             let refused = judge(&answer(extra.clone()), &oidc(), now).unwrap_err();
             assert!(refused.contains(why), "{extra} at {now}: {refused}");
         }
+        // Without exp (optional in RFC 7662): admitted, kept for the bound.
+        let mut without_exp = answer(serde_json::json!({}));
+        without_exp.remove("exp");
+        assert_eq!(
+            judge(&without_exp, &oidc(), 1_500).unwrap().expires_at,
+            u64::MAX
+        );
         // Within the skew, and without iss (optional in RFC 7662).
         assert!(judge(&answer(serde_json::json!({})), &oidc(), 2_059).is_ok());
         let mut without_iss = answer(serde_json::json!({}));

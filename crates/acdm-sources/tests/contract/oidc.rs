@@ -371,6 +371,24 @@ async fn an_opaque_token_is_asked_about_once_per_bound_and_a_revoked_one_stops_w
         4,
         "asked again once its exp passed"
     );
+    // An answer without `exp` (optional in RFC 7662) is kept for the bound.
+    let mut lasting = issuer.claims("u-erin", AUDIENCE);
+    lasting.as_object_mut().unwrap().remove("exp");
+    let lasting = issuer.issue_opaque(&lasting);
+    assert_eq!(verifier.verify(&lasting).await.unwrap().user, "u-erin");
+    clock.advance(Duration::from_secs(30));
+    assert!(verifier.verify(&lasting).await.is_ok());
+    assert_eq!(issuer.introspections(), 5);
+    clock.advance(Duration::from_secs(31));
+    assert!(verifier.verify(&lasting).await.is_ok());
+    assert_eq!(issuer.introspections(), 6);
+    // What cannot be a bearer token is not asked about.
+    let before = issuer.introspections();
+    for junk in ["a b", &"x".repeat(5000)] {
+        let error = refused(verifier.verify(junk).await, "junk");
+        assert!(matches!(error, TokenError::Malformed), "{error}");
+    }
+    assert_eq!(issuer.introspections(), before);
 
     // Active but not for this server, or from another issuer; unknown.
     for (field, value, why) in [
