@@ -108,7 +108,7 @@ fn arguments<T: DeserializeOwned>(
     prompt: &str,
     arguments: Option<rmcp::model::JsonObject>,
 ) -> Result<T, Failure> {
-    crate::server::parse_strictly(
+    crate::tools::parse_strictly(
         arguments.unwrap_or_default(),
         &format!("invalid arguments for {prompt}"),
         "Pass the arguments prompts/list describes, each a string.",

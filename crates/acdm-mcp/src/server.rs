@@ -577,35 +577,11 @@ impl KnowledgeServer {
 /// and wrong types are refused with a message naming them — the field's
 /// path is part of the message (`limit: invalid type: string "ten"…`).
 fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, Failure> {
-    parse_strictly(
+    tools::parse_strictly(
         arguments,
         "invalid arguments",
         "Call the tool again with the arguments its input schema describes.",
     )
-}
-
-/// [`parse`] for any arguments: the failure says `heading`, then the
-/// problem (naming its field), and suggests `action`.
-pub(crate) fn parse_strictly<T: DeserializeOwned>(
-    arguments: JsonObject,
-    heading: &str,
-    action: &str,
-) -> Result<T, Failure> {
-    serde_path_to_error::deserialize(serde_json::Value::Object(arguments)).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
-        let problem = if path == "." {
-            inner
-        } else {
-            format!("{path}: {inner}")
-        };
-        Failure::new(
-            acdm_core::ErrorCode::ValidationError,
-            // serde quotes the offending value whole: keep the message short.
-            format!("{heading}: {}", tools::clip(&problem, 300)),
-            action,
-        )
-    })
 }
 
 pub(crate) fn result_of(outcome: Result<Success, Failure>) -> CallToolResult {

@@ -604,6 +604,30 @@ fn read_success(output: ReadOutput, text: String) -> Result<Success, Failure> {
     })
 }
 
+/// Parses arguments strictly (unknown fields and wrong types refused): the failure says `heading`, then the
+/// problem (naming its field), and suggests `action`.
+pub(crate) fn parse_strictly<T: serde::de::DeserializeOwned>(
+    arguments: serde_json::Map<String, serde_json::Value>,
+    heading: &str,
+    action: &str,
+) -> Result<T, Failure> {
+    serde_path_to_error::deserialize(serde_json::Value::Object(arguments)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        let problem = if path == "." {
+            inner
+        } else {
+            format!("{path}: {inner}")
+        };
+        Failure::new(
+            ErrorCode::ValidationError,
+            // serde quotes the offending value whole: keep the message short.
+            format!("{heading}: {}", clip(&problem, 300)),
+            action,
+        )
+    })
+}
+
 /// Limits on read windows.
 #[derive(Debug, Clone, Copy)]
 pub struct ReadLimits {
