@@ -21,7 +21,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
 from mcp.shared.exceptions import McpError
 
-from mcp_python_sdk import Checks  # the engine's SDK script, beside this one
+from mcp_python_sdk import Checks, refused  # the engine's SDK script, beside this one
 
 
 async def run(url: str, token: str, checks: Checks) -> None:
@@ -79,18 +79,6 @@ async def run(url: str, token: str, checks: Checks) -> None:
             embedded = got.messages[1].content
             checks.check(embedded.type == "resource" and "secret-alpha" in embedded.resource.text,
                          "a prompt embeds her file", got)
-
-
-async def refused(url: str) -> bool:
-    """True when the server refused a client without a token with 401 (the
-    SDK raises it inside an exception group)."""
-    try:
-        async with streamablehttp_client(url) as (read, write, _):
-            async with ClientSession(read, write) as session:
-                await asyncio.wait_for(session.initialize(), timeout=10)
-        return False
-    except BaseException as error:  # noqa: BLE001 - inspected below
-        return "401" in repr(error) or "401" in str(getattr(error, "exceptions", ""))
 
 
 def main() -> int:

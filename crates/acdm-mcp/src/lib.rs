@@ -6,9 +6,10 @@
 //! Prometheus metrics per tool. The service gate in front of it (in the
 //! binary) has already refused browsers and checked the service token —
 //! or, with people's tokens on, let a request without it through, which
-//! `people.rs` authenticates here; this crate adds the `Host` allow-list (`host.rs`: the `Host` header and
-//! an absolute-form target's authority, refused with an envelope naming
-//! `ACDM_MCP_ALLOWED_HOSTS`) and the tool-level rules.
+//! `people.rs` authenticates here; this crate adds the `Host` allow-list
+//! (`host.rs`: the `Host` header and an absolute-form target's authority,
+//! refused with an envelope naming `ACDM_MCP_ALLOWED_HOSTS`) and the
+//! tool-level rules.
 //!
 //! **Architecture invariant:** an adapter over acdm-sources with no
 //! business logic; does not depend on acdm-bff or acdm-store.
@@ -102,8 +103,7 @@ fn build(sources: Sources, settings: McpSettings, metrics: McpMetrics, direct: b
         metrics,
         settings.limits.clone(),
     )
-    .with_people(settings.people.is_some())
-    .with_directory(settings.people.as_ref().map(PeopleAuth::directory));
+    .with_people(settings.people.as_ref().map(PeopleAuth::directory));
     let allowed_hosts = if settings.allowed_hosts.is_empty() {
         LOOPBACK.iter().map(|h| (*h).to_owned()).collect()
     } else {

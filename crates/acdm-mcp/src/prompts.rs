@@ -156,13 +156,7 @@ async fn member_overview(
     person: &Person,
     project_name: &str,
 ) -> Result<(ProjectName, OverviewData, ResourceContents), Failure> {
-    let name = ProjectName::parse(project_name.trim()).map_err(|e| {
-        Failure::new(
-            ErrorCode::ValidationError,
-            format!("invalid project_name: {e}"),
-            "Pass the project's name as acdm_list_projects gives it.",
-        )
-    })?;
+    let (name, _) = crate::tools::project_scope(&tools.files_base, project_name.trim())?;
     tools.check_member(Some(person), &name)?;
     let Some(member) = person.memberships.iter().find(|m| m.name == name) else {
         // check_member has just found it.

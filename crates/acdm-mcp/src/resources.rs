@@ -278,13 +278,20 @@ pub(crate) async fn list(
     Ok(result)
 }
 
-/// The read's contents, from a read tool's success.
-fn contents_of(success: Success, uri: &str, continue_with: &str) -> Vec<ResourceContents> {
-    match success.structured {
-        Structured::Read(output) => vec![output.into_contents(uri, continue_with)],
+/// A read tool's success as the contents of the resource `uri`, and
+/// whether the file goes on after its window; `continue_with` is the read
+/// tool's call that reads on.
+fn window(
+    success: Success,
+    uri: &str,
+    continue_with: &str,
+) -> Result<(ResourceContents, bool), Failure> {
+    let Structured::Read(output) = success.structured else {
         // Not reached: the read tools answer with `Read`.
-        Structured::Value(value) => vec![ResourceContents::text(value.to_string(), uri)],
-    }
+        return Err(crate::tools::not_encoded());
+    };
+    let truncated = output.truncated();
+    Ok((output.into_contents(uri, continue_with), truncated))
 }
 
 /// `resources/read`.
@@ -305,11 +312,8 @@ pub(crate) async fn read(
                     max_bytes,
                 })
                 .await?;
-            contents_of(
-                read,
-                uri,
-                &format!("acdm_read_wiki_file with path={path:?}"),
-            )
+            let continue_with = format!("acdm_read_wiki_file with path={path:?}");
+            vec![window(read, uri, &continue_with)?.0]
         }
         Target::File { project, path } => {
             let full = format!(
@@ -350,14 +354,9 @@ pub(crate) async fn project_file(
             person,
         )
         .await?;
-    let Structured::Read(output) = read.structured else {
-        // Not reached: the read tools answer with `Read`.
-        return Err(crate::tools::not_encoded());
-    };
-    let truncated = output.truncated();
     let continue_with =
         format!("acdm_read_nextcloud_file with project_name={project:?}, path={full:?}");
-    Ok((output.into_contents(uri, &continue_with), truncated))
+    window(read, uri, &continue_with)
 }
 
 /// A project's overview as the contents of the resource `uri`: JSON of

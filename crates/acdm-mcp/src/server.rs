@@ -372,10 +372,9 @@ pub struct KnowledgeServer {
     tools: Tools,
     catalog: Arc<Vec<Tool>>,
     people_catalog: Arc<Vec<Tool>>,
-    /// Whether people's tokens are on: then every call must carry either
-    /// the gate's mark of the service token or a [`Person`] (fail closed).
-    people: bool,
-    /// People's projects and overviews, with people's tokens on.
+    /// People's projects and overviews, when people's tokens are on: then
+    /// every call must carry either the gate's mark of the service token
+    /// or a [`Person`] (fail closed).
     directory: Option<Arc<dyn PersonDirectory>>,
     /// The wiki's files for `resources/list`, kept per head.
     wiki: Arc<WikiListing>,
@@ -392,7 +391,6 @@ impl KnowledgeServer {
             tools,
             catalog,
             people_catalog,
-            people: false,
             directory: None,
             wiki: Arc::default(),
             metrics,
@@ -400,13 +398,9 @@ impl KnowledgeServer {
         }
     }
 
-    /// The same server, with people's tokens on.
-    pub(crate) fn with_people(self, people: bool) -> Self {
-        Self { people, ..self }
-    }
-
-    /// The same server, reading people's overviews from `directory`.
-    pub(crate) fn with_directory(self, directory: Option<Arc<dyn PersonDirectory>>) -> Self {
+    /// The same server, with people's tokens on when `directory` (where
+    /// their projects and overviews are read) is given.
+    pub(crate) fn with_people(self, directory: Option<Arc<dyn PersonDirectory>>) -> Self {
         Self { directory, ..self }
     }
 
@@ -424,7 +418,7 @@ impl KnowledgeServer {
                 .get::<acdm_core::identity::ServiceAuthenticated>()
                 .is_some()
         });
-        if self.people && person.is_none() && !service {
+        if self.directory.is_some() && person.is_none() && !service {
             return Err(Failure::new(
                 acdm_core::ErrorCode::PermissionDenied,
                 "this call carries neither the service token nor a person's access token"
@@ -657,9 +651,7 @@ impl ServerHandler for KnowledgeServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let person = self
-            .caller(context.extensions.get::<http::request::Parts>())
-            .map_err(|refused| McpError::invalid_request(refused.message().to_owned(), None))?;
+        let (_, person) = self.caller_of(&context)?;
         let catalog = if person.is_some() {
             &self.people_catalog
         } else {
@@ -793,7 +785,24 @@ mod tests {
             }
             parts
         };
-        let on = unconfigured_server().with_people(true);
+        struct NoOne;
+        #[async_trait::async_trait]
+        impl PersonDirectory for NoOne {
+            async fn memberships(
+                &self,
+                _: &acdm_core::UserId,
+            ) -> Result<Vec<crate::Membership>, String> {
+                Ok(Vec::new())
+            }
+            async fn overview(
+                &self,
+                _: &acdm_core::UserId,
+                _: &acdm_core::ProjectSlug,
+            ) -> Result<Option<(acdm_core::project::OverviewData, String)>, String> {
+                Ok(None)
+            }
+        }
+        let on = unconfigured_server().with_people(Some(Arc::new(NoOne)));
         assert!(on.caller(Some(&parts(false, false))).is_err());
         assert!(on.caller(None).is_err());
         assert!(matches!(on.caller(Some(&parts(false, true))), Ok(None)));

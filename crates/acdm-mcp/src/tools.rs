@@ -604,8 +604,9 @@ fn read_success(output: ReadOutput, text: String) -> Result<Success, Failure> {
     })
 }
 
-/// Parses arguments strictly (unknown fields and wrong types refused): the failure says `heading`, then the
-/// problem (naming its field), and suggests `action`.
+/// Parses arguments strictly (unknown fields and wrong types refused):
+/// the failure says `heading`, then the problem (naming its field), and
+/// suggests `action`.
 pub(crate) fn parse_strictly<T: serde::de::DeserializeOwned>(
     arguments: serde_json::Map<String, serde_json::Value>,
     heading: &str,
@@ -707,7 +708,10 @@ fn check_limit(limit: u32) -> Result<usize, Failure> {
 /// The project's folder: `<base>/<project_name>`, with the name checked
 /// beyond the spec's regex (dot names, padding, invisible characters,
 /// look-alike separators, 250 bytes).
-fn project_scope(base: &AbsPath, project_name: &str) -> Result<(ProjectName, AbsPath), Failure> {
+pub(crate) fn project_scope(
+    base: &AbsPath,
+    project_name: &str,
+) -> Result<(ProjectName, AbsPath), Failure> {
     let name = ProjectName::parse(project_name).map_err(|e| {
         Failure::invalid(
             "project_name",
